@@ -1,0 +1,30 @@
+// AtomicFileWriter: write a file so that it either appears complete or not at all.
+// Stage() writes the bytes to a temporary file in the destination folder (same file system, so
+// the final rename is atomic); Commit() renames it into place. If the writer is destroyed without
+// Commit() (an error happened in between), the temporary file is removed.
+// Not thread-safe; one writer per output file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ptqkit {
+
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter() = default;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  // Throws ptqkit::Error (kIo) naming `path` when its folder is missing or not writable.
+  void Stage(const std::string& path, std::string_view bytes);
+  // REQUIRES: Stage() succeeded, or nothing was staged (then Commit does nothing).
+  void Commit();
+
+ private:
+  std::string final_path_;
+  std::string temp_path_;
+};
+
+}  // namespace ptqkit

@@ -1,0 +1,32 @@
+// Reading and writing ONNX model files.
+//
+// LoadModel parses a model file (any size protobuf allows) and pulls every tensor stored in
+// external data files into memory, so the rest of ptqkit sees self-contained tensors. The input
+// files are only ever opened for reading.
+//
+// SaveModel writes atomically: the model (and its external data file, if any) go to temporary
+// files in the destination folder and are renamed into place only when complete, so a failure
+// never leaves a half-written output behind.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+namespace ptqkit::onnxio {
+
+// Throws ptqkit::Error naming the path for: missing file, unreadable file, bytes that are not an
+// ONNX model, missing or unreadable external data.
+onnx::ModelProto LoadModel(const std::string& path);
+
+struct SaveOptions {
+  // Store initializers larger than `external_threshold_bytes` in "<output file name>.data".
+  // Forced on automatically when the serialized model would exceed protobuf's 2 GiB limit.
+  bool external_data = false;
+  size_t external_threshold_bytes = 1024;
+};
+
+// REQUIRES: path's folder exists and is writable. Throws ptqkit::Error (kIo) otherwise.
+void SaveModel(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
+
+}  // namespace ptqkit::onnxio

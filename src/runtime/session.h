@@ -1,0 +1,67 @@
+// InferenceSession: one ONNX Runtime session over an in-memory model, on the execution providers
+// the user asked for. ptqkit never runs models itself; every forward pass goes through here.
+//
+// Execution providers are tried in the order given ("cpu", "cuda:N", "trt"); one that this
+// ONNX Runtime build does not offer is reported with a warning and skipped. The CPU provider is
+// always the final fallback, as in ONNX Runtime itself.
+// A session is not copyable; Run() may be called from one thread at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptqkit/calibration.h"
+#include "ptqkit/tensor.h"
+
+namespace ptqkit {
+
+struct RuntimeOptions {
+  std::vector<std::string> execution_providers = {"cpu"};  // --calibration_eps
+  std::vector<std::string> trt_plugins;                      // --trt_plugins (TensorRT EP only)
+  int intra_op_threads = 0;                                  // 0 = ONNX Runtime's default
+};
+
+// Parses and checks an EP name; throws ptqkit::Error for anything but cpu, cuda[:N], trt.
+void CheckExecutionProviderName(const std::string& name);
+
+// A view of one output of a Run(), valid only during the callback.
+struct OutputView {
+  const std::string& name;
+  DataType dtype;
+  const std::vector<int64_t>& shape;
+  const void* data;
+  int64_t num_elements;
+};
+
+class InferenceSession {
+ public:
+  // Throws ptqkit::Error (kRuntime) with ONNX Runtime's message when the model cannot be loaded
+  // (for instance an op that no provider implements).
+  InferenceSession(const std::string& model_bytes, const RuntimeOptions& options);
+  ~InferenceSession();
+  InferenceSession(const InferenceSession&) = delete;
+  InferenceSession& operator=(const InferenceSession&) = delete;
+
+  const std::vector<std::string>& input_names() const;
+  const std::vector<std::string>& output_names() const;
+  // Element type of each output as ONNX Runtime resolved it (kUndefined for non-tensors).
+  DataType OutputType(const std::string& name) const;
+
+  // Runs one batch and hands every requested output to `sink` without copying it.
+  // REQUIRES: `feeds` has every input of the model. Throws ptqkit::Error (kRuntime).
+  void Run(const Batch& feeds, const std::vector<std::string>& outputs,
+           const std::function<void(const OutputView&)>& sink);
+  // Convenience: runs and returns copies of the outputs, in the order asked.
+  std::vector<HostTensor> Run(const Batch& feeds, const std::vector<std::string>& outputs);
+
+  // The providers actually in use after skipping unavailable ones, e.g. {"cpu"}.
+  const std::vector<std::string>& providers() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ptqkit
