@@ -1,1 +1,178 @@
-// placeholder; being written
+#include "ptqkit/quantize.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include "base/log.h"
+#include "calib/method.h"
+#include "calib/scale_search.h"
+#include "onnx/graph_index.h"
+#include "onnx/model_io.h"
+#include "onnx/model_prep.h"
+#include "pipeline/activation_capture.h"
+#include "pipeline/model_inputs.h"
+#include "ptqkit/calibration.h"
+#include "ptqkit/error.h"
+#include "quant/placement.h"
+#include "quant/qdq_rewrite.h"
+
+namespace ptqkit {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string DefaultOutputPath(const std::string& input) {
+  const fs::path in(input);
+  return (in.parent_path() / (in.stem().string() + ".quant.onnx")).string();
+}
+
+void CheckOptions(const QuantizeOptions& o, const std::string& output) {
+  if (o.onnx_path.empty()) throw Error("--onnx_path is required");
+  if (o.quantize_mode != "int8") {
+    if (o.quantize_mode == "fp8" || o.quantize_mode == "int4") {
+      throw Error(fmt::format("--quantize_mode {} is not implemented yet in this version of ptqkit (int8 is)", o.quantize_mode),
+                  Error::Kind::kUnsupported);
+    }
+    throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
+  }
+  if (o.high_precision_dtype != "fp32") {
+    if (o.high_precision_dtype == "fp16" || o.high_precision_dtype == "bf16") {
+      throw Error(fmt::format("--high_precision_dtype {} is not implemented yet in this version of ptqkit (fp32 is)",
+                              o.high_precision_dtype),
+                  Error::Kind::kUnsupported);
+    }
+    throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));
+  }
+  if (!(o.percentile > 0.0 && o.percentile <= 100.0)) {
+    throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
+  }
+  if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
+  std::error_code ec;
+  const fs::path in = fs::weakly_canonical(o.onnx_path, ec);
+  const fs::path out = fs::weakly_canonical(output, ec);
+  if (in == out) {
+    throw Error(fmt::format("--output_path '{}' is the input model; ptqkit never overwrites its input", output));
+  }
+  const fs::path dir = fs::path(output).parent_path().empty() ? fs::path(".") : fs::path(output).parent_path();
+  if (!fs::is_directory(dir, ec)) {
+    throw Error(fmt::format("cannot write '{}': folder '{}' does not exist", output, dir.string()), Error::Kind::kIo);
+  }
+}
+
+CalibrationSet LoadCalibration(const QuantizeOptions& o, const std::vector<InputSpec>& inputs, bool* synthetic) {
+  *synthetic = false;
+  if (o.calibration_tensors) return CalibrationSet::FromTensors(*o.calibration_tensors);
+  if (!o.calibration_data_path.empty()) return CalibrationSet::FromPath(o.calibration_data_path);
+  *synthetic = true;
+  log::Warn("no calibration data given: calibrating on {} seeded synthetic samples (N(0,1) floats); the scales are "
+            "meaningless for accuracy — pass --calibration_data_path for a usable model",
+            o.num_synthetic_samples);
+  return CalibrationSet::Synthetic(inputs, o.num_synthetic_samples, o.synthetic_seed, o.calibration_shapes);
+}
+
+// Ranges per tensor from the statistics; tensors in a scale group share the group's widest range.
+std::map<std::string, float> ResolveAmax(const Placement& plan, const calib::CalibrationTable& table, calib::Method method,
+                                         double percentile) {
+  std::map<std::string, float> amax;
+  for (const auto& name : plan.ActivationTensors()) {
+    auto it = table.tensors.find(name);
+    if (it == table.tensors.end()) {
+      throw Error(fmt::format("the calibration cache has no entry for tensor '{}' (was it made for another model or "
+                              "other selectors?)",
+                              name));
+    }
+    amax[name] = calib::ComputeAmax(it->second, method, percentile);
+  }
+  std::map<std::string, float> group_amax;
+  for (const auto& t : plan.tensors) {
+    if (!t.is_weight && !t.scale_group.empty()) {
+      group_amax[t.scale_group] = std::max(group_amax[t.scale_group], amax.at(t.tensor));
+    }
+  }
+  for (const auto& t : plan.tensors) {
+    if (!t.is_weight && !t.scale_group.empty()) amax[t.tensor] = group_amax.at(t.scale_group);
+  }
+  return amax;
+}
+
+}  // namespace
+
+QuantizeReport Quantize(const QuantizeOptions& o) {
+  const auto start = Clock::now();
+  QuantizeReport report;
+  report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
+  CheckOptions(o, report.output_path);
+  const calib::Method method = calib::ParseMethod(o.calibration_method);
+
+  onnx::ModelProto model = onnxio::LoadModel(o.onnx_path);
+  onnxio::CheckModel(model, o.onnx_path);
+  onnxio::AssignNodeNames(model.mutable_graph());
+  report.original_opset = onnxio::UpgradeOpset(&model, 13);
+  report.output_opset = onnxio::DefaultOpset(model);
+  if (report.original_opset < 13) log::Info("upgraded the model from opset {} to 13", report.original_opset);
+
+  const std::vector<InputSpec> inputs = ModelInputSpecs(model.graph());
+  GraphIndex index(model.graph());
+  Placement plan = PlanPlacement(index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
+
+  calib::CalibrationTable table;
+  const auto calib_start = Clock::now();
+  if (!o.calibration_cache.empty()) {
+    table = calib::CalibrationTable::Load(o.calibration_cache);
+    report.calibration_from_cache = true;
+  } else {
+    CalibrationSet data = LoadCalibration(o, inputs, &report.synthetic_data);
+    data.Validate(inputs, o.calibration_shapes);
+    CaptureRequest request;
+    request.tensors = plan.ActivationTensors();
+    request.histograms = method != calib::Method::kMax;
+    request.batch_size = ChooseBatchSize(inputs, o.calibration_shapes, o.calibration_batch_size);
+    request.progress = o.progress;
+    const bool fixed_batch = !inputs.empty() && !inputs[0].shape.empty() && inputs[0].shape[0] > 0;
+    if (fixed_batch && data.num_samples() % request.batch_size != 0) {
+      request.num_batches = data.num_samples() / request.batch_size;
+      if (request.num_batches == 0) {
+        throw Error(fmt::format("the model's fixed batch size is {} but the calibration data has only {} sample(s)",
+                                request.batch_size, data.num_samples()));
+      }
+      log::Warn("the model's batch size is fixed to {}: the last {} calibration sample(s) are not used",
+                request.batch_size, data.num_samples() % request.batch_size);
+    }
+    RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+    CaptureResult captured = CaptureStatistics(model, data, request, runtime);
+    for (const auto& t : captured.not_float) plan.DropTensor(t, index, "input is not a float tensor");
+    table = std::move(captured.table);
+    report.execution_providers = captured.providers;
+    report.num_calibration_samples = captured.num_samples;
+    report.batch_size = request.batch_size;
+    for (const auto& [name, stats] : table.tensors) {
+      if (stats.nonfinite_count() > 0) {
+        log::Warn("tensor '{}': {} NaN/Inf value(s) ignored during calibration", name, stats.nonfinite_count());
+      }
+    }
+  }
+  report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
+  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
+
+  const std::map<std::string, float> amax = ResolveAmax(plan, table, method, o.percentile);
+  for (int i : plan.quantized_nodes) ++report.quantized_by_op_type[index.node(i).op_type()];
+  for (const auto& [node, reason] : plan.float_reasons) report.left_in_float.emplace_back(index.node(node).name(), reason);
+
+  RewriteOptions rewrite;
+  rewrite.dq_only = o.dq_only;
+  const RewriteStats stats = InsertQdq(&model, plan, amax, rewrite);
+  report.qdq_pairs = stats.qdq_pairs;
+
+  onnxio::SaveOptions save;
+  save.external_data = o.use_external_data_format;
+  onnxio::SaveModel(model, report.output_path, save);
+  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace ptqkit

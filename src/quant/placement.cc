@@ -1,1 +1,286 @@
-// placeholder; being written
+#include "quant/placement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/log.h"
+#include "quant/graph_patterns.h"
+#include "quant/selectors.h"
+
+namespace ptqkit {
+namespace {
+
+// Convs with fewer channels than this on either side stay in float: TensorRT pads INT8 channels
+// to much larger multiples, so they gain nothing, and quantizing an RGB image input costs accuracy.
+constexpr int64_t kMinConvChannels = 8;
+// GEMMs with K or N below this stay in float (TensorRT has no INT8 kernels worth it; ModelOpt does the same).
+constexpr int64_t kMinGemmDim = 16;
+
+const std::set<std::string> kPooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
+
+// Inputs of an op that carry float data (the rest are shapes, indices, axes, scales...).
+std::vector<int> DataInputs(const onnx::NodeProto& n) {
+  static const std::set<std::string> kFirstOnly = {
+      "Reshape", "Resize", "Upsample", "Slice", "Gather", "GatherElements", "GatherND", "Pad", "Split", "Expand",
+      "Tile", "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
+      "TopK", "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Conv",
+      "ConvTranspose", "Clip", "Dropout", "Transpose", "Flatten", "Softmax", "Cast"};
+  if (n.op_type() == "Where") return {1, 2};
+  if (n.op_type() == "Gemm") return {0, 1};
+  if (kFirstOnly.count(n.op_type())) return {0};
+  std::vector<int> all;
+  for (int i = 0; i < n.input_size(); ++i) all.push_back(i);
+  return all;
+}
+
+class Planner {
+ public:
+  Planner(const GraphIndex& graph, const PlacementOptions& options)
+      : g_(graph),
+        include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
+                 "--op_types_to_quantize"),
+        exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
+                 "--op_types_to_exclude") {}
+
+  Placement Run() {
+    if (!include_.empty()) {
+      // Explicit selection bypasses the placement rules: every selected node gets its inputs quantized.
+      for (int i = 0; i < g_.num_nodes(); ++i) {
+        if (include_.Selects(i) && !Excluded(i)) QuantizeNodeInputs(i, DataInputs(g_.node(i)));
+      }
+    } else {
+      ApplyRules();
+    }
+    ShareConcatScales();
+    return Finish();
+  }
+
+ private:
+  bool Excluded(int i) {
+    if (!exclude_.Selects(i)) return false;
+    plan_.float_reasons[i] = "excluded by user (" + exclude_.Why(i) + ")";
+    return true;
+  }
+
+  bool ProducesGraphOutput(int i) const {
+    for (const auto& o : g_.node(i).output()) {
+      if (g_.IsGraphOutput(o)) return true;
+    }
+    return false;
+  }
+
+  // Why a Conv/ConvTranspose/Gemm/MatMul stays in float under the default rules, or "".
+  std::string CoreRuleReason(int i) const {
+    const auto& n = g_.node(i);
+    if (ProducesGraphOutput(i)) return "produces a graph output";
+    if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose") {
+      auto [cin, cout] = ConvChannels(g_, i);
+      if (cin < 0) return "weight is not a constant";
+      if (cin < kMinConvChannels || cout < kMinConvChannels) {
+        return fmt::format("small-channel conv ({} in, {} out; < {})", cin, cout, kMinConvChannels);
+      }
+      return "";
+    }
+    // MatMul / Gemm
+    if (IsAttentionMatMul(g_, i)) return "attention core MatMul";
+    auto [k, nn] = GemmDims(g_, i);
+    if (k >= 0 && (k < kMinGemmDim || nn < kMinGemmDim)) {
+      return fmt::format("small GEMM (K={}, N={}; < {})", k, nn, kMinGemmDim);
+    }
+    return "";
+  }
+
+  void ApplyRules() {
+    // 1. The compute ops themselves.
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto& n = g_.node(i);
+      if (!IsCoreQuantizableOp(n.op_type()) || Excluded(i)) continue;
+      const std::string why = CoreRuleReason(i);
+      if (!why.empty()) {
+        plan_.float_reasons[i] = why;
+        continue;
+      }
+      QuantizeNodeInputs(i, {0, 1});
+    }
+    // 2. Ops that TensorRT fuses with or runs next to a quantized Conv.
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto& n = g_.node(i);
+      if (n.op_type() == "Add") {
+        ResidualAdd(i);
+      } else if (n.op_type() == "Resize") {
+        const int conv = ConvGroupSource(g_, n.input(0), true);
+        if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
+          QuantizeNodeInputs(i, {0});
+        }
+      } else if (n.op_type() == "LayerNormalization") {
+        const int conv = ConvSourceThroughLayout(g_, n.input(0));
+        if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
+          QuantizeNodeInputs(i, {0});
+        }
+      }
+    }
+    // 3. Pooling, only between quantized ops (so it can run in INT8 without an extra Q/DQ).
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto& n = g_.node(i);
+      if (!kPooling.count(n.op_type()) || ProducesGraphOutput(i)) continue;
+      if (ConvGroupSource(g_, n.input(0), true) >= 0) continue;  // Conv epilogue: left untouched
+      const auto& uses = g_.Consumers(n.output(0));
+      const bool feeds_quantized = !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
+        return quantized_nodes_.count(u.node) > 0;
+      });
+      const bool input_quantized = tensor_slot_.count(n.input(0)) > 0;
+      if ((feeds_quantized || input_quantized) && !Excluded(i)) QuantizeNodeInputs(i, {0});
+    }
+  }
+
+  // Conv -> [BN] -> Add(skip): TensorRT fuses the Add into the Conv when the skip input is
+  // quantized, so only the skip input gets Q/DQ.
+  void ResidualAdd(int i) {
+    const auto& n = g_.node(i);
+    if (n.input_size() != 2 || g_.IsConstant(n.input(0)) || g_.IsConstant(n.input(1)) || ProducesGraphOutput(i)) return;
+    int c0 = ConvGroupSource(g_, n.input(0), false);
+    int c1 = ConvGroupSource(g_, n.input(1), false);
+    if (c0 >= 0 && !core_quantized_.count(c0)) c0 = -1;
+    if (c1 >= 0 && !core_quantized_.count(c1)) c1 = -1;
+    if (c0 < 0 && c1 < 0) return;
+    // Both branches end in a Conv (downsampling block): fuse the later one, the main branch.
+    const int fused_input = (c0 >= 0 && c1 >= 0) ? (c0 > c1 ? 0 : 1) : (c0 >= 0 ? 0 : 1);
+    if (Excluded(i)) return;
+    QuantizeNodeInputs(i, {1 - fused_input});
+  }
+
+  void QuantizeNodeInputs(int i, const std::vector<int>& inputs) {
+    const auto& n = g_.node(i);
+    bool any = false;
+    for (int j : inputs) {
+      if (j >= n.input_size() || n.input(j).empty()) continue;
+      const std::string& t = n.input(j);
+      const onnx::TensorProto* c = g_.Constant(t);
+      QuantizedTensor q;
+      q.tensor = t;
+      if (c) {
+        const bool is_float = c->data_type() == onnx::TensorProto::FLOAT || c->data_type() == onnx::TensorProto::FLOAT16;
+        const bool is_weight_slot = IsCoreQuantizableOp(n.op_type()) && j == 1;
+        if (!is_float || !is_weight_slot) continue;  // constants other than weights stay float
+        q.is_weight = true;
+        q.axis = WeightAxis(n, *c);
+      }
+      AddUse(q, {i, j});
+      any = true;
+    }
+    if (any) {
+      quantized_nodes_.insert(i);
+      if (IsCoreQuantizableOp(n.op_type())) core_quantized_.insert(i);
+    }
+  }
+
+  static int WeightAxis(const onnx::NodeProto& n, const onnx::TensorProto& w) {
+    const int rank = w.dims_size();
+    if (rank < 2) return -1;
+    if (n.op_type() == "Conv") return 0;
+    if (n.op_type() == "ConvTranspose") return 1;
+    if (n.op_type() == "Gemm") return IntAttribute(n, "transB", 0) ? 0 : 1;
+    return rank - 1;  // MatMul [.., K, N]: one scale per output column
+  }
+
+  // One entry per (tensor, axis): a weight shared by nodes that need different axes gets two.
+  void AddUse(const QuantizedTensor& q, TensorUse use) {
+    const std::string key = q.tensor + "#" + std::to_string(q.axis);
+    auto it = tensor_slot_.find(key);
+    if (it == tensor_slot_.end()) {
+      tensor_slot_[q.tensor] = plan_.tensors.size();  // plain name: "is this tensor quantized at all"
+      tensor_slot_[key] = plan_.tensors.size();
+      plan_.tensors.push_back(q);
+      plan_.tensors.back().uses.push_back(use);
+    } else {
+      plan_.tensors[it->second].uses.push_back(use);
+    }
+  }
+
+  // A quantized activation produced by Concat: quantize the Concat's inputs with the output's
+  // scale so TensorRT can concatenate in INT8.
+  void ShareConcatScales() {
+    const size_t count = plan_.tensors.size();
+    for (size_t k = 0; k < count; ++k) {
+      if (plan_.tensors[k].is_weight) continue;
+      const int p = g_.Producer(plan_.tensors[k].tensor);
+      if (p < 0 || g_.node(p).op_type() != "Concat" || exclude_.Selects(p)) continue;
+      const std::string group = plan_.tensors[k].tensor;
+      plan_.tensors[k].scale_group = group;
+      const auto& concat = g_.node(p);
+      for (int j = 0; j < concat.input_size(); ++j) {
+        if (g_.IsConstant(concat.input(j))) continue;
+        QuantizedTensor q;
+        q.tensor = concat.input(j);
+        q.scale_group = group;
+        AddUse(q, {p, j});
+        // The input may already be quantized for another consumer: it joins the group too.
+        auto& entry = plan_.tensors[tensor_slot_[q.tensor + "#-1"]];
+        if (entry.scale_group.empty()) entry.scale_group = group;
+        quantized_nodes_.insert(p);
+      }
+    }
+  }
+
+  Placement Finish() {
+    plan_.quantized_nodes.assign(quantized_nodes_.begin(), quantized_nodes_.end());
+    for (int i : plan_.quantized_nodes) plan_.float_reasons.erase(i);
+    return std::move(plan_);
+  }
+
+  const GraphIndex& g_;
+  NodeSelector include_;
+  NodeSelector exclude_;
+  Placement plan_;
+  std::map<std::string, size_t> tensor_slot_;
+  std::set<int> quantized_nodes_;
+  std::set<int> core_quantized_;
+};
+
+}  // namespace
+
+Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options) {
+  return Planner(graph, options).Run();
+}
+
+bool IsCoreQuantizableOp(const std::string& op_type) {
+  return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "Gemm" || op_type == "MatMul";
+}
+
+std::vector<std::string> Placement::ActivationTensors() const {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const auto& t : tensors) {
+    if (!t.is_weight && seen.insert(t.tensor).second) names.push_back(t.tensor);
+  }
+  return names;
+}
+
+void Placement::DropTensor(const std::string& tensor, const GraphIndex& graph, const std::string& reason) {
+  std::set<int> affected;
+  for (const auto& t : tensors) {
+    if (t.tensor == tensor && !t.is_weight) {
+      for (const auto& u : t.uses) affected.insert(u.node);
+    }
+  }
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                               [&](const QuantizedTensor& t) { return t.tensor == tensor && !t.is_weight; }),
+                tensors.end());
+  // A node with no quantized input left is back in float.
+  for (int node : affected) {
+    bool still = false;
+    for (const auto& t : tensors) {
+      for (const auto& u : t.uses) still |= u.node == node;
+    }
+    if (!still) {
+      quantized_nodes.erase(std::remove(quantized_nodes.begin(), quantized_nodes.end(), node), quantized_nodes.end());
+      float_reasons[node] = reason;
+    }
+  }
+  log::Debug("not quantizing '{}' ({}); node '{}'", tensor, reason,
+             affected.empty() ? std::string() : graph.node(*affected.begin()).name());
+}
+
+}  // namespace ptqkit

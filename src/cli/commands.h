@@ -1,0 +1,16 @@
+// The `ptqkit` subcommands. Each Register* adds a subcommand and its options to the CLI11 app
+// and returns the function that runs it after parsing; the function returns the exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace ptqkit::cli {
+
+using Command = std::function<int()>;
+
+Command RegisterQuantize(CLI::App& app);
+Command RegisterInspect(CLI::App& app);
+
+}  // namespace ptqkit::cli

@@ -1,0 +1,90 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "ptqkit/calibration.h"
+#include "ptqkit/quantize.h"
+
+namespace ptqkit::cli {
+namespace {
+
+void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
+  fmt::print("Wrote {}\n", r.output_path);
+  if (r.calibration_from_cache) {
+    fmt::print("calibration: {:.3f} s (ranges read from {})\n", r.calibration_seconds, o.calibration_cache);
+  } else {
+    std::string eps;
+    for (const auto& e : r.execution_providers) eps += (eps.empty() ? "" : ", ") + e;
+    fmt::print("calibration: {:.3f} s ({} {} sample(s) in batches of {}, method {}, on {})\n", r.calibration_seconds,
+               r.num_calibration_samples, r.synthetic_data ? "SYNTHETIC" : "real", r.batch_size, o.calibration_method, eps);
+  }
+  if (r.original_opset != r.output_opset) fmt::print("opset: {} -> {}\n", r.original_opset, r.output_opset);
+  int total = 0;
+  for (const auto& [op, n] : r.quantized_by_op_type) total += n;
+  fmt::print("quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
+  for (const auto& [op, n] : r.quantized_by_op_type) fmt::print("  {:<24} {}\n", op, n);
+  fmt::print("left in float: {}\n", r.left_in_float.size());
+  size_t width = 0;
+  for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());
+  for (const auto& [node, why] : r.left_in_float) fmt::print("  {:<{}}  {}\n", node, width, why);
+  fmt::print("total: {:.3f} s\n", r.total_seconds);
+}
+
+}  // namespace
+
+Command RegisterQuantize(CLI::App& app) {
+  auto* cmd = app.add_subcommand("quantize", "Quantize an FP32 ONNX model (writes a new model with Q/DQ nodes)");
+  auto o = std::make_shared<QuantizeOptions>();
+  auto shapes = std::make_shared<std::string>();
+  auto log_level = std::make_shared<std::string>("INFO");
+  auto log_file = std::make_shared<std::string>();
+
+  cmd->add_option("--onnx_path", o->onnx_path, "Input FP32 ONNX model (never modified)")->required();
+  cmd->add_option("--output_path", o->output_path, "Output model (default: <model>.quant.onnx beside the input)");
+  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 (fp8 and int4: not in this version)")->capture_default_str();
+  cmd->add_option("--calibration_data_path", o->calibration_data_path,
+                  ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
+  cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile")->capture_default_str();
+  cmd->add_option("--percentile", o->percentile, "Percentile for --calibration_method percentile")->capture_default_str();
+  cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");
+  cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
+                  "Batch size for models with a dynamic batch dimension (default 1)");
+  cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
+      ->capture_default_str();
+  cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries (.so) for the trt provider");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
+      ->capture_default_str();
+  cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "Quantize only these op types (bypasses the rules)");
+  cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "Keep these op types in float");
+  cmd->add_option("--nodes_to_quantize", o->nodes_to_quantize,
+                  "Quantize only these nodes: exact names, or regexes matched from the start of the name");
+  cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
+                  "Keep these nodes in float: exact names, or regexes matched from the start of the name");
+  cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
+  cmd->add_option("--high_precision_dtype", o->high_precision_dtype, "fp32 (fp16/bf16: not in this version)")
+      ->capture_default_str();
+  cmd->add_flag("--use_external_data_format", o->use_external_data_format, "Write weights to <output>.data");
+  cmd->add_option("--save_calibration_cache", o->save_calibration_cache, "Write the calibration table (JSON) here");
+  cmd->add_option("--calibration_cache", o->calibration_cache, "Read the calibration table (JSON) instead of calibrating");
+  cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
+  cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
+
+  return [o, shapes, log_level, log_file]() {
+    log::SetLevel(log::ParseLevel(*log_level));
+    if (!log_file->empty()) log::SetFile(*log_file);
+    if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
+    ProgressBar bar("calibrating");
+    o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+    const QuantizeReport report = Quantize(*o);
+    o->progress = nullptr;
+    PrintSummary(report, *o);
+    return 0;
+  };
+}
+
+}  // namespace ptqkit::cli

@@ -1,0 +1,88 @@
+#include "pipeline/activation_capture.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/log.h"
+#include "onnx/float16.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit {
+namespace {
+
+// Folds one tensor's values into its statistics, converting FP16 through a scratch buffer.
+void Observe(calib::TensorStatistics* stats, DataType dtype, const void* data, int64_t count, std::vector<float>* scratch) {
+  if (dtype == DataType::kFloat) {
+    stats->Add(static_cast<const float*>(data), static_cast<size_t>(count));
+  } else if (dtype == DataType::kFloat16) {
+    scratch->resize(static_cast<size_t>(count));
+    const auto* h = static_cast<const uint16_t*>(data);
+    for (int64_t i = 0; i < count; ++i) (*scratch)[i] = HalfToFloat(h[i]);
+    stats->Add(scratch->data(), scratch->size());
+  }
+}
+
+bool IsFloat(DataType t) { return t == DataType::kFloat || t == DataType::kFloat16; }
+
+}  // namespace
+
+CaptureResult CaptureStatistics(const onnx::ModelProto& model, const CalibrationSet& data, const CaptureRequest& request,
+                                const RuntimeOptions& runtime) {
+  CaptureResult result;
+  std::set<std::string> graph_inputs;
+  for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
+
+  // Graph inputs are observed straight from the batches; everything else becomes a graph output.
+  std::vector<std::string> from_inputs, from_outputs;
+  for (const auto& t : request.tensors) (graph_inputs.count(t) ? from_inputs : from_outputs).push_back(t);
+
+  onnx::ModelProto capture = model;
+  auto* outputs = capture.mutable_graph()->mutable_output();
+  if (!from_outputs.empty()) {
+    outputs->Clear();
+    // ONNX Runtime infers the element type of outputs declared by name only.
+    for (const auto& t : from_outputs) capture.mutable_graph()->add_output()->set_name(t);
+  }
+  std::string bytes;
+  capture.SerializeToString(&bytes);
+  InferenceSession session(bytes, runtime);
+  result.providers = session.providers();
+
+  std::vector<std::string> run_outputs;
+  for (const auto& t : from_outputs) {
+    if (IsFloat(session.OutputType(t))) run_outputs.push_back(t);
+    else result.not_float.push_back(t);
+  }
+  if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still validates the model runs
+  std::set<std::string> observed(run_outputs.begin(), run_outputs.end());
+  for (const auto& t : from_inputs) observed.insert(t);
+  for (const auto& t : request.tensors) {
+    if (observed.count(t)) result.table.tensors.emplace(t, calib::TensorStatistics(t, request.histograms));
+  }
+
+  std::vector<float> scratch;
+  const int64_t batches = request.num_batches > 0 ? request.num_batches : data.NumBatches(request.batch_size);
+  for (int64_t b = 0; b < batches; ++b) {
+    const Batch batch = data.ReadBatch(b, request.batch_size);
+    for (const auto& t : from_inputs) {
+      const HostTensor& in = batch.at(t);
+      if (!IsFloat(in.dtype)) {
+        if (b == 0) result.not_float.push_back(t);
+        continue;
+      }
+      Observe(&result.table.tensors.at(t), in.dtype, in.bytes.data(), in.NumElements(), &scratch);
+    }
+    session.Run(batch, run_outputs, [&](const OutputView& v) {
+      auto it = result.table.tensors.find(v.name);
+      if (it != result.table.tensors.end()) Observe(&it->second, v.dtype, v.data, v.num_elements, &scratch);
+    });
+    if (request.progress) request.progress(b + 1, batches);
+  }
+  for (const auto& t : result.not_float) result.table.tensors.erase(t);
+  result.num_samples = std::min(data.num_samples(), batches * request.batch_size);
+  return result;
+}
+
+}  // namespace ptqkit

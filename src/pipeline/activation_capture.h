@@ -1,0 +1,39 @@
+// CaptureStatistics: the one streaming calibration pass. It runs an in-memory copy of the model
+// whose graph outputs are exactly the tensors to observe, feeds the calibration batches one at a
+// time, and folds each captured tensor into its TensorStatistics before the next batch, so
+// memory stays at one batch of activations whatever the number of samples.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "calib/calibration_table.h"
+#include "ptqkit/calibration.h"
+#include "runtime/session.h"
+
+namespace ptqkit {
+
+struct CaptureRequest {
+  std::vector<std::string> tensors;  // activation tensors to observe
+  bool histograms = true;            // false for max calibration (cheaper)
+  int64_t batch_size = 1;
+  int64_t num_batches = 0;  // 0: every batch, the last one possibly short
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+struct CaptureResult {
+  calib::CalibrationTable table;
+  std::vector<std::string> not_float;  // requested tensors ONNX Runtime says are not float tensors
+  std::vector<std::string> providers;
+  int64_t num_samples = 0;
+};
+
+// REQUIRES: `data` was validated against the model. Throws ptqkit::Error (kRuntime) when ONNX
+// Runtime cannot load or run the model, naming its message.
+CaptureResult CaptureStatistics(const onnx::ModelProto& model, const CalibrationSet& data, const CaptureRequest& request,
+                                const RuntimeOptions& runtime);
+
+}  // namespace ptqkit

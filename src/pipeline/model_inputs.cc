@@ -1,0 +1,54 @@
+#include "pipeline/model_inputs.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "ptqkit/error.h"
+
+namespace ptqkit {
+
+std::vector<InputSpec> ModelInputSpecs(const onnx::GraphProto& graph) {
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
+  std::vector<InputSpec> specs;
+  for (const auto& v : graph.input()) {
+    if (initializers.count(v.name())) continue;
+    InputSpec spec;
+    spec.name = v.name();
+    const auto& tt = v.type().tensor_type();
+    spec.dtype = static_cast<DataType>(tt.elem_type());
+    for (const auto& d : tt.shape().dim()) spec.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+int64_t ChooseBatchSize(const std::vector<InputSpec>& inputs, const std::map<std::string, std::vector<int64_t>>& shapes,
+                        int64_t requested) {
+  int64_t from_shapes = 0;
+  for (const auto& [name, shape] : shapes) {
+    if (shape.empty()) continue;
+    if (from_shapes && shape[0] != from_shapes) {
+      throw Error(fmt::format("--calibration_shapes: inputs disagree on the batch size ({} vs {} for '{}')", from_shapes,
+                              shape[0], name));
+    }
+    from_shapes = shape[0];
+  }
+  int64_t static_batch = 0;
+  for (const auto& in : inputs) {
+    if (!in.shape.empty() && in.shape[0] > 0) static_batch = in.shape[0];
+  }
+  int64_t batch = from_shapes ? from_shapes : (static_batch ? static_batch : (requested > 0 ? requested : 1));
+  if (static_batch && batch != static_batch) {
+    throw Error(fmt::format("calibration batch size {} does not match the model's fixed batch size {}", batch, static_batch));
+  }
+  if (requested > 0 && requested != batch) {
+    throw Error(fmt::format("--calibration_batch_size {} disagrees with the batch size {} from {}", requested, batch,
+                            from_shapes ? "--calibration_shapes" : "the model's fixed input shape"));
+  }
+  if (batch < 1) throw Error(fmt::format("calibration batch size must be at least 1, got {}", batch));
+  return batch;
+}
+
+}  // namespace ptqkit

@@ -1,0 +1,56 @@
+// Placement: which tensors get a Q/DQ pair, decided from the graph alone (before calibration).
+//
+// The default rules follow TensorRT's explicit-quantization guidance as ModelOpt applies it
+// (DESIGN.md "Placement"): quantize the activation and weight inputs of Conv, ConvTranspose,
+// Gemm and MatMul, never outputs; leave Conv epilogues, GELU/LayerNorm chains and the attention
+// core in float; quantize a residual Add's skip input, pooling next to quantized ops, Resize and
+// LayerNormalization fed by a Conv; share one Q/DQ per tensor; give Concat inputs one scale.
+// User selectors come on top, in the precedence order DESIGN.md fixes.
+//
+// PlanPlacement is a pure function of the graph and the options; the result refers to nodes by
+// index into the graph the GraphIndex was built on.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnx/graph_index.h"
+
+namespace ptqkit {
+
+struct PlacementOptions {
+  std::vector<std::string> op_types_to_quantize;
+  std::vector<std::string> op_types_to_exclude;
+  std::vector<std::string> nodes_to_quantize;
+  std::vector<std::string> nodes_to_exclude;
+};
+
+// One tensor that gets a Q/DQ pair, shared by every use listed.
+struct QuantizedTensor {
+  std::string tensor;
+  bool is_weight = false;  // a constant: scales come from its values, not from calibration
+  int axis = -1;           // per-channel axis for weights; -1 = per tensor
+  std::vector<TensorUse> uses;
+  // Tensors with the same non-empty group share one scale (Concat inputs and output).
+  std::string scale_group;
+};
+
+struct Placement {
+  std::vector<QuantizedTensor> tensors;        // in order of first use
+  std::vector<int> quantized_nodes;            // nodes with at least one Q/DQ input, in graph order
+  std::map<int, std::string> float_reasons;    // candidate nodes left in float -> why
+
+  // Names of the activation (non-weight) tensors, which calibration must observe.
+  std::vector<std::string> ActivationTensors() const;
+  // Drops an activation tensor from the plan (e.g. ONNX Runtime says it is not a float tensor).
+  void DropTensor(const std::string& tensor, const GraphIndex& graph, const std::string& reason);
+};
+
+// Throws ptqkit::Error for an invalid selector.
+Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options);
+
+// Op types whose inputs ptqkit's rules quantize (Conv, ConvTranspose, Gemm, MatMul).
+bool IsCoreQuantizableOp(const std::string& op_type);
+
+}  // namespace ptqkit

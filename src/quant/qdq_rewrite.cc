@@ -1,0 +1,198 @@
+#include "quant/qdq_rewrite.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "onnx/graph_index.h"
+#include "ptqkit/error.h"
+#include "quant/numerics.h"
+
+namespace ptqkit {
+namespace {
+
+constexpr float kInt8Max = 127.0f;
+
+class Rewriter {
+ public:
+  Rewriter(onnx::ModelProto* model, const RewriteOptions& options)
+      : graph_(model->mutable_graph()), index_(*graph_), options_(options) {
+    for (const auto& t : graph_->initializer()) names_.insert(t.name());
+    for (const auto& v : graph_->input()) names_.insert(v.name());
+    for (const auto& n : graph_->node()) {
+      names_.insert(n.name());
+      for (const auto& o : n.output()) names_.insert(o);
+    }
+  }
+
+  RewriteStats Run(const Placement& plan, const std::map<std::string, float>& amax) {
+    before_.resize(static_cast<size_t>(graph_->node_size()));
+    std::vector<std::pair<TensorUse, std::string>> rewires;
+    for (const auto& q : plan.tensors) {
+      const std::string dq_out = q.is_weight ? AddWeight(q) : AddActivation(q, amax);
+      for (const auto& use : q.uses) rewires.emplace_back(use, dq_out);
+    }
+    for (const auto& [use, name] : rewires) graph_->mutable_node(use.node)->set_input(use.input, name);
+    Reassemble();
+    if (options_.dq_only) DropUnusedWeights(plan);
+    return stats_;
+  }
+
+ private:
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+  static int FirstUse(const QuantizedTensor& q) {
+    int first = q.uses.front().node;
+    for (const auto& u : q.uses) first = std::min(first, u.node);
+    return first;
+  }
+
+  void AddFloatInit(const std::string& name, const std::vector<float>& values, bool scalar) {
+    auto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  }
+
+  void AddInt8Init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int8_t>& values) {
+    auto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT8);
+    for (auto d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size()));
+  }
+
+  onnx::NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
+                           const std::string& output, int axis) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(name);
+    for (auto& i : inputs) n.add_input(i);
+    n.add_output(output);
+    if (axis >= 0) {
+      auto* a = n.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(axis);
+    }
+    return n;
+  }
+
+  // Q -> DQ on `source` with the given scale and zero-point initializers; returns the DQ output.
+  std::string AddPair(const std::string& base, const std::string& source, const std::string& scale,
+                      const std::string& zero_point, int axis, int before) {
+    const std::string q_out = Fresh(base + "_QuantizeLinear_Output");
+    const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
+    before_[before].push_back(MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"), {source, scale, zero_point}, q_out, axis));
+    before_[before].push_back(MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {q_out, scale, zero_point}, dq_out, axis));
+    ++stats_.qdq_pairs;
+    return dq_out;
+  }
+
+  std::string AddActivation(const QuantizedTensor& q, const std::map<std::string, float>& amax) {
+    auto it = amax.find(q.tensor);
+    if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
+    const std::string scale = Fresh(q.tensor + "_scale");
+    const std::string zp = Fresh(q.tensor + "_zero_point");
+    AddFloatInit(scale, {ScaleFromAmax(it->second, kInt8Max, q.tensor)}, true);
+    AddInt8Init(zp, {}, {0});
+    return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
+  }
+
+  std::string AddWeight(const QuantizedTensor& q) {
+    const onnx::TensorProto* w = index_.Constant(q.tensor);
+    const std::vector<float> values = TensorToFloats(*w);
+    const std::vector<int64_t> shape = TensorShape(*w);
+    std::vector<float> scales;
+    if (q.axis >= 0) {
+      for (float a : AbsMaxPerChannel(values.data(), shape, q.axis)) {
+        scales.push_back(ScaleFromAmax(a, kInt8Max, q.tensor));
+      }
+    } else {
+      float a = 0.0f;
+      for (float v : values) a = std::max(a, std::abs(v));
+      scales.push_back(ScaleFromAmax(a, kInt8Max, q.tensor));
+    }
+    const std::string base = q.tensor;
+    const std::string scale = Fresh(base + "_scale");
+    const std::string zp = Fresh(base + "_zero_point");
+    AddFloatInit(scale, scales, q.axis < 0);
+    if (q.axis >= 0) {
+      AddInt8Init(zp, {static_cast<int64_t>(scales.size())}, std::vector<int8_t>(scales.size(), 0));
+    } else {
+      AddInt8Init(zp, {}, {0});
+    }
+    ++stats_.weight_tensors;
+    const int before = FirstUse(q);
+    if (!options_.dq_only) return AddPair(base, q.tensor, scale, zp, q.axis, before);
+    std::vector<int8_t> quantized(values.size());
+    if (q.axis >= 0) {
+      QuantizeInt8PerChannel(values.data(), shape, q.axis, scales, quantized.data());
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) quantized[i] = QuantizeInt8(values[i], scales[0]);
+    }
+    const std::string qname = Fresh(base + "_quantized");
+    AddInt8Init(qname, shape, quantized);
+    const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
+    before_[before].push_back(MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {qname, scale, zp}, dq_out, q.axis));
+    ++stats_.qdq_pairs;
+    return dq_out;
+  }
+
+  void Reassemble() {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < graph_->node_size(); ++i) {
+      for (auto& n : before_[i]) *nodes.Add() = std::move(n);
+      *nodes.Add() = std::move(*graph_->mutable_node(i));
+    }
+    graph_->mutable_node()->Swap(&nodes);
+  }
+
+  // With dq_only the FP32 weights are replaced by INT8 copies; remove the originals (initializer
+  // or Constant node) that nothing reads any more.
+  void DropUnusedWeights(const Placement& plan) {
+    std::set<std::string> used;
+    for (const auto& n : graph_->node())
+      for (const auto& i : n.input()) used.insert(i);
+    for (const auto& o : graph_->output()) used.insert(o.name());
+    std::set<std::string> dead;
+    for (const auto& q : plan.tensors) {
+      if (q.is_weight && !used.count(q.tensor)) dead.insert(q.tensor);
+    }
+    auto* inits = graph_->mutable_initializer();
+    inits->erase(std::remove_if(inits->begin(), inits->end(), [&](const onnx::TensorProto& t) { return dead.count(t.name()) > 0; }),
+                 inits->end());
+    auto* inputs = graph_->mutable_input();
+    inputs->erase(std::remove_if(inputs->begin(), inputs->end(), [&](const onnx::ValueInfoProto& v) { return dead.count(v.name()) > 0; }),
+                  inputs->end());
+    auto* nodes = graph_->mutable_node();
+    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
+                                [&](const onnx::NodeProto& n) {
+                                  return n.op_type() == "Constant" && n.output_size() == 1 && dead.count(n.output(0)) > 0;
+                                }),
+                 nodes->end());
+  }
+
+  onnx::GraphProto* graph_;
+  GraphIndex index_;
+  RewriteOptions options_;
+  std::set<std::string> names_;
+  std::vector<std::vector<onnx::NodeProto>> before_;
+  RewriteStats stats_;
+};
+
+}  // namespace
+
+RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan, const std::map<std::string, float>& activation_amax,
+                       const RewriteOptions& options) {
+  return Rewriter(model, options).Run(plan, activation_amax);
+}
+
+}  // namespace ptqkit
