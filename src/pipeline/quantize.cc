@@ -13,7 +13,7 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "pipeline/activation_capture.h"
-#include "pipeline/model_inputs.h"
+#include "pipeline/prepared_model.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "quant/placement.h"
@@ -64,17 +64,6 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
 }
 
-CalibrationSet LoadCalibration(const QuantizeOptions& o, const std::vector<InputSpec>& inputs, bool* synthetic) {
-  *synthetic = false;
-  if (o.calibration_tensors) return CalibrationSet::FromTensors(*o.calibration_tensors);
-  if (!o.calibration_data_path.empty()) return CalibrationSet::FromPath(o.calibration_data_path);
-  *synthetic = true;
-  log::Warn("no calibration data given: calibrating on {} seeded synthetic samples (N(0,1) floats); the scales are "
-            "meaningless for accuracy — pass --calibration_data_path for a usable model",
-            o.num_synthetic_samples);
-  return CalibrationSet::Synthetic(inputs, o.num_synthetic_samples, o.synthetic_seed, o.calibration_shapes);
-}
-
 // Ranges per tensor from the statistics; tensors in a scale group share the group's widest range.
 std::map<std::string, float> ResolveAmax(const Placement& plan, const calib::CalibrationTable& table, calib::Method method,
                                          double percentile) {
@@ -109,14 +98,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   CheckOptions(o, report.output_path);
   const calib::Method method = calib::ParseMethod(o.calibration_method);
 
-  onnx::ModelProto model = onnxio::LoadModel(o.onnx_path);
-  onnxio::CheckModel(model, o.onnx_path);
-  onnxio::AssignNodeNames(model.mutable_graph());
-  report.original_opset = onnxio::UpgradeOpset(&model, 13);
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  onnx::ModelProto& model = prepared.proto;
+  report.original_opset = prepared.original_opset;
   report.output_opset = onnxio::DefaultOpset(model);
-  if (report.original_opset < 13) log::Info("upgraded the model from opset {} to 13", report.original_opset);
-
-  const std::vector<InputSpec> inputs = ModelInputSpecs(model.graph());
   GraphIndex index(model.graph());
   Placement plan = PlanPlacement(index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
 
@@ -126,25 +111,22 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
   } else {
-    CalibrationSet data = LoadCalibration(o, inputs, &report.synthetic_data);
-    data.Validate(inputs, o.calibration_shapes);
+    DataRequest data_request{o.calibration_data_path,
+                             o.calibration_tensors ? &*o.calibration_tensors : nullptr,
+                             o.num_synthetic_samples,
+                             o.synthetic_seed,
+                             o.calibration_shapes,
+                             o.calibration_batch_size};
+    CalibrationData data = OpenCalibrationData(prepared, data_request);
+    report.synthetic_data = data.synthetic;
     CaptureRequest request;
     request.tensors = plan.ActivationTensors();
     request.histograms = method != calib::Method::kMax;
-    request.batch_size = ChooseBatchSize(inputs, o.calibration_shapes, o.calibration_batch_size);
+    request.batch_size = data.batch_size;
+    request.num_batches = data.num_batches;
     request.progress = o.progress;
-    const bool fixed_batch = !inputs.empty() && !inputs[0].shape.empty() && inputs[0].shape[0] > 0;
-    if (fixed_batch && data.num_samples() % request.batch_size != 0) {
-      request.num_batches = data.num_samples() / request.batch_size;
-      if (request.num_batches == 0) {
-        throw Error(fmt::format("the model's fixed batch size is {} but the calibration data has only {} sample(s)",
-                                request.batch_size, data.num_samples()));
-      }
-      log::Warn("the model's batch size is fixed to {}: the last {} calibration sample(s) are not used",
-                request.batch_size, data.num_samples() % request.batch_size);
-    }
     RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
-    CaptureResult captured = CaptureStatistics(model, data, request, runtime);
+    CaptureResult captured = CaptureStatistics(model, data.set, request, runtime);
     for (const auto& t : captured.not_float) plan.DropTensor(t, index, "input is not a float tensor");
     table = std::move(captured.table);
     report.execution_providers = captured.providers;

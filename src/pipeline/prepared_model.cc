@@ -1,0 +1,54 @@
+#include "pipeline/prepared_model.h"
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "onnx/model_io.h"
+#include "onnx/model_prep.h"
+#include "pipeline/model_inputs.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit {
+
+PreparedModel LoadPreparedModel(const std::string& path) {
+  PreparedModel m;
+  m.proto = onnxio::LoadModel(path);
+  onnxio::CheckModel(m.proto, path);
+  onnxio::AssignNodeNames(m.proto.mutable_graph());
+  m.original_opset = onnxio::UpgradeOpset(&m.proto, 13);
+  if (m.original_opset < 13) log::Info("upgraded the model from opset {} to 13", m.original_opset);
+  m.inputs = ModelInputSpecs(m.proto.graph());
+  return m;
+}
+
+CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request) {
+  CalibrationData data{[&] {
+    if (request.tensors) return CalibrationSet::FromTensors(*request.tensors);
+    if (!request.path.empty()) return CalibrationSet::FromPath(request.path);
+    return CalibrationSet::Synthetic(model.inputs, request.synthetic_samples, request.synthetic_seed, request.shapes);
+  }()};
+  data.synthetic = !request.tensors && request.path.empty();
+  if (data.synthetic) {
+    log::Warn("no calibration data given: using {} seeded synthetic samples (float inputs ~ N(0,1)); results are "
+              "directional only — pass --calibration_data_path for meaningful scales",
+              request.synthetic_samples);
+  }
+  data.set.Validate(model.inputs, request.shapes);
+  data.batch_size = ChooseBatchSize(model.inputs, request.shapes, request.batch_size);
+  data.num_batches = data.set.NumBatches(data.batch_size);
+  bool fixed_batch = false;
+  for (const auto& in : model.inputs) fixed_batch |= !in.shape.empty() && in.shape[0] > 0;
+  const int64_t remainder = data.set.num_samples() % data.batch_size;
+  if (fixed_batch && remainder != 0) {
+    data.num_batches = data.set.num_samples() / data.batch_size;
+    if (data.num_batches == 0) {
+      throw Error(fmt::format("the model's fixed batch size is {} but the calibration data has only {} sample(s)",
+                              data.batch_size, data.set.num_samples()));
+    }
+    log::Warn("the model's batch size is fixed to {}: the last {} calibration sample(s) are not used", data.batch_size,
+              remainder);
+  }
+  return data;
+}
+
+}  // namespace ptqkit

@@ -1,0 +1,46 @@
+// Steps shared by `quantize` and `sensitivity` before any stage-specific work:
+//  - LoadPreparedModel: load, refuse what ptqkit does not handle, name every node, upgrade the
+//    opset to at least 13;
+//  - OpenCalibrationData: the user's data (path or tensors) or seeded synthetic data, validated
+//    against the model's inputs, plus the batching that follows from the options.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptqkit/calibration.h"
+
+namespace ptqkit {
+
+struct PreparedModel {
+  onnx::ModelProto proto;
+  int64_t original_opset = 0;
+  std::vector<InputSpec> inputs;
+};
+
+PreparedModel LoadPreparedModel(const std::string& path);
+
+struct DataRequest {
+  std::string path;
+  const std::map<std::string, HostTensor>* tensors = nullptr;
+  int64_t synthetic_samples = 32;
+  uint64_t synthetic_seed = 0;
+  std::map<std::string, std::vector<int64_t>> shapes;  // --calibration_shapes
+  int64_t batch_size = 0;                               // --calibration_batch_size
+};
+
+struct CalibrationData {
+  CalibrationSet set;
+  bool synthetic = false;
+  int64_t batch_size = 1;
+  int64_t num_batches = 0;  // batches to use (a fixed model batch may leave a remainder out)
+};
+
+// Throws ptqkit::Error for data that does not fit the model.
+CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request);
+
+}  // namespace ptqkit
