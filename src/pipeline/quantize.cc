@@ -64,27 +64,13 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
 }
 
-// Ranges per tensor from the statistics; tensors in a scale group share the group's widest range.
-std::map<std::string, float> ResolveAmax(const Placement& plan, const calib::CalibrationTable& table, calib::Method method,
-                                         double percentile) {
+// Per-tensor ranges from the calibration statistics of the plan's activation tensors.
+std::map<std::string, float> TensorRanges(const Placement& plan, const calib::CalibrationTable& table, calib::Method method,
+                                          double percentile) {
   std::map<std::string, float> amax;
   for (const auto& name : plan.ActivationTensors()) {
     auto it = table.tensors.find(name);
-    if (it == table.tensors.end()) {
-      throw Error(fmt::format("the calibration cache has no entry for tensor '{}' (was it made for another model or "
-                              "other selectors?)",
-                              name));
-    }
-    amax[name] = calib::ComputeAmax(it->second, method, percentile);
-  }
-  std::map<std::string, float> group_amax;
-  for (const auto& t : plan.tensors) {
-    if (!t.is_weight && !t.scale_group.empty()) {
-      group_amax[t.scale_group] = std::max(group_amax[t.scale_group], amax.at(t.tensor));
-    }
-  }
-  for (const auto& t : plan.tensors) {
-    if (!t.is_weight && !t.scale_group.empty()) amax[t.tensor] = group_amax.at(t.scale_group);
+    if (it != table.tensors.end()) amax[name] = calib::ComputeAmax(it->second, method, percentile);
   }
   return amax;
 }
@@ -141,7 +127,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
 
-  const std::map<std::string, float> amax = ResolveAmax(plan, table, method, o.percentile);
+  const std::map<std::string, float> amax = PlanRanges(plan, TensorRanges(plan, table, method, o.percentile));
   for (int i : plan.quantized_nodes) ++report.quantized_by_op_type[index.node(i).op_type()];
   for (const auto& [node, reason] : plan.float_reasons) report.left_in_float.emplace_back(index.node(node).name(), reason);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "ptqkit/error.h"
 #include "quant/graph_patterns.h"
 #include "quant/selectors.h"
 
@@ -247,6 +248,26 @@ Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options
 
 bool IsCoreQuantizableOp(const std::string& op_type) {
   return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "Gemm" || op_type == "MatMul";
+}
+
+std::map<std::string, float> PlanRanges(const Placement& plan, const std::map<std::string, float>& tensor_amax) {
+  std::map<std::string, float> ranges;
+  std::map<std::string, float> group_amax;
+  for (const auto& t : plan.tensors) {
+    if (t.is_weight) continue;
+    auto it = tensor_amax.find(t.tensor);
+    if (it == tensor_amax.end()) {
+      throw Error(fmt::format("no calibrated range for tensor '{}' (a calibration cache made for another model or "
+                              "other selectors?)",
+                              t.tensor));
+    }
+    ranges[t.tensor] = it->second;
+    if (!t.scale_group.empty()) group_amax[t.scale_group] = std::max(group_amax[t.scale_group], it->second);
+  }
+  for (const auto& t : plan.tensors) {
+    if (!t.is_weight && !t.scale_group.empty()) ranges[t.tensor] = group_amax.at(t.scale_group);
+  }
+  return ranges;
 }
 
 std::vector<std::string> Placement::ActivationTensors() const {

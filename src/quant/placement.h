@@ -47,6 +47,11 @@ struct Placement {
   void DropTensor(const std::string& tensor, const GraphIndex& graph, const std::string& reason);
 };
 
+// Ranges of the plan's activation tensors, taken from per-tensor ranges (`tensor_amax`, e.g. from
+// calibration); tensors of one scale group all get the group's widest range. Throws ptqkit::Error
+// naming a tensor that has no range.
+std::map<std::string, float> PlanRanges(const Placement& plan, const std::map<std::string, float>& tensor_amax);
+
 // Throws ptqkit::Error for an invalid selector.
 Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options);
 
