@@ -1,0 +1,35 @@
+// CalibrationTable: the statistics of every calibrated activation tensor, keyed by tensor name;
+// what --calibration_cache saves and reloads, so a later run can choose scales (with any
+// method) without running calibration again.
+//
+// File format (JSON):
+//   {"format": "ptqkit.calibration_table", "version": 1,
+//    "CalibrationTable": {"<tensor>": <TensorStatistics::ToJson()>, ...}}
+// Each entry holds the tensor's amax, counts and its sparse histogram, exactly: a reloaded table
+// gives bit-identical amax for every method.
+// A value type; not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "calib/tensor_statistics.h"
+
+namespace ptqkit::calib {
+
+struct CalibrationTable {
+  // Tensor name -> statistics (whose name() equals the key).
+  std::map<std::string, TensorStatistics> tensors;
+
+  // Writes to a temporary file in the same folder, then renames it over `path`, so `path` is
+  // either the old file or the complete new one. Throws ptqkit::Error (kIo) naming the file.
+  void Save(const std::string& path) const;
+
+  // Throws ptqkit::Error naming the file and what is wrong: missing or unreadable (kIo), not
+  // JSON, wrong format or version, or an inconsistent entry (kInvalidInput).
+  static CalibrationTable Load(const std::string& path);
+
+  bool operator==(const CalibrationTable& other) const = default;
+};
+
+}  // namespace ptqkit::calib

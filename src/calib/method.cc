@@ -1,0 +1,29 @@
+#include "calib/method.h"
+
+#include <fmt/format.h>
+
+#include "ptqkit/error.h"
+
+namespace ptqkit::calib {
+
+Method ParseMethod(std::string_view name) {
+  if (name == "max") return Method::kMax;
+  if (name == "entropy") return Method::kEntropy;
+  if (name == "percentile") return Method::kPercentile;
+  throw Error(fmt::format(
+      "unknown --calibration_method '{}' (expected one of: max, entropy, percentile)", name));
+}
+
+std::string MethodName(Method method) {
+  switch (method) {
+    case Method::kMax:
+      return "max";
+    case Method::kEntropy:
+      return "entropy";
+    case Method::kPercentile:
+      return "percentile";
+  }
+  return "unknown";
+}
+
+}  // namespace ptqkit::calib

@@ -1,0 +1,30 @@
+// Scale search: turns one tensor's TensorStatistics into the amax (the |x| that maps to the
+// largest quantized value) for a calibration Method.
+//
+//  - kMax:        the absolute maximum.
+//  - kPercentile: the upper edge of the first histogram bin at which the cumulative count
+//                 reaches `percentile` % of the finite values, clamped to the absmax.
+//  - kEntropy:    TensorRT's KL-divergence search (Migacz, "8-bit Inference with TensorRT",
+//                 GTC 2017) with 128 quantized levels over the |x| histogram; details in
+//                 scale_search.cc. Clipping a far outlier costs little KL, so entropy gives a
+//                 smaller amax than max on data with long tails.
+// The result depends only on the statistics, which do not depend on batch size or order, so
+// neither does the amax. Stateless and thread-safe.
+#pragma once
+
+#include "calib/method.h"
+#include "calib/tensor_statistics.h"
+
+namespace ptqkit::calib {
+
+// REQUIRES: stats saw at least one finite value; a histogram for kEntropy and kPercentile;
+// 0 < percentile <= 100 for kPercentile. Throws ptqkit::Error naming stats.name() otherwise.
+// Returns a value in [0, stats.absmax()]; 0 only when every finite value was 0.
+float ComputeAmax(const TensorStatistics& stats, Method method, double percentile = 99.999);
+
+// The KL search alone: returns the number of bins i (the threshold is i * bin width) that
+// minimises KL(P_i || Q_i). Exposed for tests and diagnostics. REQUIRES: as ComputeAmax for
+// kEntropy, and absmax() > 0.
+int EntropyThresholdBins(const TensorStatistics& stats);
+
+}  // namespace ptqkit::calib
