@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ptqkit 0.1.0");
   const ptqkit::cli::Command quantize = ptqkit::cli::RegisterQuantize(app);
   const ptqkit::cli::Command inspect = ptqkit::cli::RegisterInspect(app);
+  const ptqkit::cli::Command exclude = ptqkit::cli::RegisterExclude(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("quantize")) return quantize();
     if (app.got_subcommand("inspect")) return inspect();
+    if (app.got_subcommand("exclude")) return exclude();
   } catch (const ptqkit::Error& e) {
     std::fprintf(stderr, "ptqkit: error: %s\n", e.what());
     return 1;

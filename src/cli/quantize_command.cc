@@ -45,7 +45,7 @@ Command RegisterQuantize(CLI::App& app) {
 
   cmd->add_option("--onnx_path", o->onnx_path, "Input FP32 ONNX model (never modified)")->required();
   cmd->add_option("--output_path", o->output_path, "Output model (default: <model>.quant.onnx beside the input)");
-  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 (fp8 and int4: not in this version)")->capture_default_str();
+  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 (int4: not in this version)")->capture_default_str();
   cmd->add_option("--calibration_data_path", o->calibration_data_path,
                   ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile")->capture_default_str();

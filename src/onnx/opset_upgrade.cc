@@ -1,4 +1,4 @@
-// Upgrading default-domain opsets 7..12 to 13.
+// Upgrading default-domain opsets 7..12 to 13, and any older opset to 19 (FP8 needs it).
 //
 // Most ops only gained types between those versions, so bumping the import is enough. The ops
 // below changed meaning: attributes that became inputs are converted; ops whose old semantics
@@ -38,7 +38,7 @@ void RemoveAttr(onnx::NodeProto* n, const std::string& name) {
 
 class Upgrader {
  public:
-  Upgrader(onnx::ModelProto* model, int64_t from) : model_(model), graph_(model->mutable_graph()), from_(from) {
+  Upgrader(onnx::ModelProto* model, int64_t from, int64_t to) : graph_(model->mutable_graph()), from_(from), to_(to) {
     for (const auto& t : graph_->initializer()) names_.insert(t.name());
     for (const auto& n : graph_->node())
       for (const auto& o : n.output()) names_.insert(o);
@@ -62,8 +62,8 @@ class Upgrader {
 
  private:
   [[noreturn]] void Refuse(const onnx::NodeProto& n, const std::string& why) {
-    throw Error(fmt::format("cannot upgrade the model from opset {} to 13: node '{}' ({}) {}; re-export the model at opset 13 or newer",
-                            from_, n.name(), n.op_type(), why));
+    throw Error(fmt::format("cannot upgrade the model from opset {} to {}: node '{}' ({}) {}; re-export the model at opset {} or newer",
+                            from_, to_, n.name(), n.op_type(), why, to_));
   }
 
   // Moves an ints attribute to a new int64 initializer input at position `slot` (padding empty
@@ -103,7 +103,16 @@ class Upgrader {
     return name;
   }
 
+  // Opset 18 turned the `axes` attribute of the reductions other than ReduceSum into an input.
+  void ConvertTo18(onnx::NodeProto* n) {
+    static const std::set<std::string> kReductions = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                                      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    if (kReductions.count(n->op_type())) IntsAttrToInput(n, "axes", 1);
+  }
+
   void Convert(onnx::NodeProto* n) {
+    if (from_ < 18 && to_ >= 18) ConvertTo18(n);
+    if (from_ >= 13) return;
     const std::string& op = n->op_type();
     if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") {
       IntsAttrToInput(n, "axes", 1);
@@ -140,9 +149,9 @@ class Upgrader {
     }
   }
 
-  onnx::ModelProto* model_;
   onnx::GraphProto* graph_;
   int64_t from_;
+  int64_t to_;
   std::set<std::string> names_;
   std::map<std::string, int> ranks_;
 };
@@ -152,7 +161,7 @@ class Upgrader {
 int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
   const int64_t from = DefaultOpset(*model);
   if (from >= target) return from;
-  Upgrader(model, from).Run();
+  Upgrader(model, from, target).Run();
   SetDefaultOpset(model, target);
   return from;
 }

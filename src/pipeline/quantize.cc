@@ -32,9 +32,9 @@ std::string DefaultOutputPath(const std::string& input) {
 
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
-  if (o.quantize_mode != "int8") {
-    if (o.quantize_mode == "fp8" || o.quantize_mode == "int4") {
-      throw Error(fmt::format("--quantize_mode {} is not implemented yet in this version of ptqkit (int8 is)", o.quantize_mode),
+  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8") {
+    if (o.quantize_mode == "int4") {
+      throw Error(fmt::format("--quantize_mode {} is not implemented yet in this version of ptqkit (int8 and fp8 are)", o.quantize_mode),
                   Error::Kind::kUnsupported);
     }
     throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
@@ -87,9 +87,12 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
+  const bool fp8 = o.quantize_mode == "fp8";
+  if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
   report.output_opset = onnxio::DefaultOpset(model);
   GraphIndex index(model.graph());
-  Placement plan = PlanPlacement(index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
+  Placement plan = PlanPlacement(
+      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
@@ -133,6 +136,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
 
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
+  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
   const RewriteStats stats = InsertQdq(&model, plan, amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
 

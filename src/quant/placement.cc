@@ -18,6 +18,9 @@ namespace {
 constexpr int64_t kMinConvChannels = 8;
 // GEMMs with K or N below this stay in float (TensorRT has no INT8 kernels worth it; ModelOpt does the same).
 constexpr int64_t kMinGemmDim = 16;
+// TensorRT FP8 convolution limits.
+constexpr int64_t kFp8MaxKernelVolume = 32;
+constexpr int64_t kFp8MinConvChannels = 17;
 
 const std::set<std::string> kPooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
 
@@ -40,6 +43,7 @@ class Planner {
  public:
   Planner(const GraphIndex& graph, const PlacementOptions& options)
       : g_(graph),
+        fp8_(options.fp8),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
                  "--op_types_to_quantize"),
         exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
@@ -79,6 +83,17 @@ class Planner {
     if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose") {
       auto [cin, cout] = ConvChannels(g_, i);
       if (cin < 0) return "weight is not a constant";
+      if (fp8_) {
+        if (n.op_type() == "ConvTranspose") return "ConvTranspose is not quantized in fp8 mode";
+        if (cin < kFp8MinConvChannels || cout < kFp8MinConvChannels) {
+          return fmt::format("small-channel conv for fp8 ({} in, {} out; <= {})", cin, cout, kFp8MinConvChannels - 1);
+        }
+        const auto* w = g_.Constant(n.input(1));
+        int64_t volume = 1;
+        for (int d = 2; d < w->dims_size(); ++d) volume *= w->dims(d);
+        if (volume > kFp8MaxKernelVolume) return fmt::format("kernel volume {} > {} in fp8 mode", volume, kFp8MaxKernelVolume);
+        return "";
+      }
       if (cin < kMinConvChannels || cout < kMinConvChannels) {
         return fmt::format("small-channel conv ({} in, {} out; < {})", cin, cout, kMinConvChannels);
       }
@@ -110,6 +125,8 @@ class Planner {
       const auto& n = g_.node(i);
       if (n.op_type() == "Add") {
         ResidualAdd(i);
+      } else if (fp8_) {
+        continue;  // fp8 quantizes only Conv, Gemm, MatMul and Add
       } else if (n.op_type() == "Resize") {
         const int conv = ConvGroupSource(g_, n.input(0), true);
         if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
@@ -123,7 +140,7 @@ class Planner {
       }
     }
     // 3. Pooling, only between quantized ops (so it can run in INT8 without an extra Q/DQ).
-    for (int i = 0; i < g_.num_nodes(); ++i) {
+    for (int i = 0; i < g_.num_nodes() && !fp8_; ++i) {
       const auto& n = g_.node(i);
       if (!kPooling.count(n.op_type()) || ProducesGraphOutput(i)) continue;
       if (ConvGroupSource(g_, n.input(0), true) >= 0) continue;  // Conv epilogue: left untouched
@@ -232,6 +249,7 @@ class Planner {
   }
 
   const GraphIndex& g_;
+  bool fp8_;
   NodeSelector include_;
   NodeSelector exclude_;
   Placement plan_;

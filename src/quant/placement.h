@@ -24,6 +24,9 @@ struct PlacementOptions {
   std::vector<std::string> op_types_to_exclude;
   std::vector<std::string> nodes_to_quantize;
   std::vector<std::string> nodes_to_exclude;
+  // FP8 rules (as ModelOpt): only Conv, Gemm, MatMul and residual Add by default, and no Convs
+  // that TensorRT's FP8 kernels do not cover (kernel volume > 32, or <= 16 channels).
+  bool fp8 = false;
 };
 
 // One tensor that gets a Q/DQ pair, shared by every use listed.

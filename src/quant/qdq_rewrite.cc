@@ -12,12 +12,14 @@
 namespace ptqkit {
 namespace {
 
-constexpr float kInt8Max = 127.0f;
-
 class Rewriter {
  public:
   Rewriter(onnx::ModelProto* model, const RewriteOptions& options)
-      : graph_(model->mutable_graph()), index_(*graph_), options_(options) {
+      : graph_(model->mutable_graph()),
+        index_(*graph_),
+        options_(options),
+        fp8_(options.format == QuantFormat::kFloat8E4M3FN),
+        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax) {
     for (const auto& t : graph_->initializer()) names_.insert(t.name());
     for (const auto& v : graph_->input()) names_.insert(v.name());
     for (const auto& n : graph_->node()) {
@@ -61,12 +63,19 @@ class Rewriter {
     t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   }
 
-  void AddInt8Init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int8_t>& values) {
+  // INT8 or FLOAT8E4M3FN (type code 17, which ONNX 1.12's enum predates) raw bytes.
+  void AddQuantizedInit(const std::string& name, const std::vector<int64_t>& dims, const std::string& bytes) {
     auto* t = graph_->add_initializer();
     t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT8);
+    t->set_data_type(fp8_ ? 17 : onnx::TensorProto::INT8);
     for (auto d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size()));
+    t->set_raw_data(bytes);
+  }
+
+  // Zero points are 0 in both formats (FP8 +0.0 is the byte 0x00).
+  void AddZeroPoint(const std::string& name, size_t channels, bool scalar) {
+    AddQuantizedInit(name, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(channels)},
+                     std::string(channels, '\0'));
   }
 
   onnx::NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
@@ -101,8 +110,8 @@ class Rewriter {
     if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
     const std::string scale = Fresh(q.tensor + "_scale");
     const std::string zp = Fresh(q.tensor + "_zero_point");
-    AddFloatInit(scale, {ScaleFromAmax(it->second, kInt8Max, q.tensor)}, true);
-    AddInt8Init(zp, {}, {0});
+    AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
+    AddZeroPoint(zp, 1, true);
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
@@ -113,37 +122,48 @@ class Rewriter {
     std::vector<float> scales;
     if (q.axis >= 0) {
       for (float a : AbsMaxPerChannel(values.data(), shape, q.axis)) {
-        scales.push_back(ScaleFromAmax(a, kInt8Max, q.tensor));
+        scales.push_back(ScaleFromAmax(a, qmax_, q.tensor));
       }
     } else {
       float a = 0.0f;
       for (float v : values) a = std::max(a, std::abs(v));
-      scales.push_back(ScaleFromAmax(a, kInt8Max, q.tensor));
+      scales.push_back(ScaleFromAmax(a, qmax_, q.tensor));
     }
     const std::string base = q.tensor;
     const std::string scale = Fresh(base + "_scale");
     const std::string zp = Fresh(base + "_zero_point");
     AddFloatInit(scale, scales, q.axis < 0);
-    if (q.axis >= 0) {
-      AddInt8Init(zp, {static_cast<int64_t>(scales.size())}, std::vector<int8_t>(scales.size(), 0));
-    } else {
-      AddInt8Init(zp, {}, {0});
-    }
+    AddZeroPoint(zp, scales.size(), q.axis < 0);
     ++stats_.weight_tensors;
     const int before = FirstUse(q);
     if (!options_.dq_only) return AddPair(base, q.tensor, scale, zp, q.axis, before);
-    std::vector<int8_t> quantized(values.size());
-    if (q.axis >= 0) {
-      QuantizeInt8PerChannel(values.data(), shape, q.axis, scales, quantized.data());
-    } else {
-      for (size_t i = 0; i < values.size(); ++i) quantized[i] = QuantizeInt8(values[i], scales[0]);
-    }
     const std::string qname = Fresh(base + "_quantized");
-    AddInt8Init(qname, shape, quantized);
+    AddQuantizedInit(qname, shape, QuantizeWeight(values, shape, q.axis, scales));
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
     before_[before].push_back(MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {qname, scale, zp}, dq_out, q.axis));
     ++stats_.qdq_pairs;
     return dq_out;
+  }
+
+  // The stored weight bytes, computed with the scalar reference numerics (bit-exact with
+  // onnxruntime's QuantizeLinear).
+  std::string QuantizeWeight(const std::vector<float>& values, const std::vector<int64_t>& shape, int axis,
+                             const std::vector<float>& scales) const {
+    std::string bytes(values.size(), '\0');
+    if (!fp8_ && axis >= 0) {
+      QuantizeInt8PerChannel(values.data(), shape, axis, scales, reinterpret_cast<int8_t*>(bytes.data()));
+      return bytes;
+    }
+    // Stride of `axis` in the row-major layout: element i belongs to channel (i / inner) % channels.
+    int64_t inner = 1;
+    if (axis >= 0) {
+      for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float s = axis >= 0 ? scales[(i / inner) % scales.size()] : scales[0];
+      bytes[i] = fp8_ ? static_cast<char>(QuantizeFloat8E4M3FN(values[i], s)) : static_cast<char>(QuantizeInt8(values[i], s));
+    }
+    return bytes;
   }
 
   void Reassemble() {
@@ -183,6 +203,8 @@ class Rewriter {
   onnx::GraphProto* graph_;
   GraphIndex index_;
   RewriteOptions options_;
+  bool fp8_;
+  float qmax_;
   std::set<std::string> names_;
   std::vector<std::vector<onnx::NodeProto>> before_;
   RewriteStats stats_;

@@ -1,7 +1,7 @@
 // QdqRewriter: turns a Placement plus scales into graph edits — a QuantizeLinear/DequantizeLinear
 // pair per planned tensor (one pair shared by all its uses), consumers rewired to the DQ output.
 //
-// Activations: per-tensor scale amax/127, zero point 0 (symmetric INT8).
+// Activations: per-tensor scale amax/127 (INT8) or amax/448 (FP8), zero point 0.
 // Weights: per-channel scales from the weight's own absmax; kept as FP32 initializer + Q -> DQ, or
 // with dq_only stored as INT8 initializer + DQ (the FP32 copy is dropped when nothing else reads it).
 // Bias inputs are never touched. New nodes are placed just before their first consumer, so the
@@ -17,8 +17,13 @@
 
 namespace ptqkit {
 
+enum class QuantFormat { kInt8, kFloat8E4M3FN };
+
 struct RewriteOptions {
   bool dq_only = false;
+  // INT8: scale = amax/127, int8 zero points. FP8: scale = amax/448 (the whole E4M3FN grid, not
+  // ModelOpt's amax*448/127^2), FLOAT8E4M3FN zero points; REQUIRES opset >= 19.
+  QuantFormat format = QuantFormat::kInt8;
 };
 
 struct RewriteStats {

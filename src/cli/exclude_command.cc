@@ -1,0 +1,193 @@
+// `ptqkit exclude`: the picker on a scores file written by `ptqkit sensitivity`.
+// stdout carries only the exclusion list in the chosen format, so it can be piped or substituted:
+//   ptqkit quantize --onnx_path m.onnx $(ptqkit exclude --scores m.sensitivity.json --format cli)
+// Everything for people (block ranking, summary, warnings, "Wrote <report>") goes to stderr.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/atomic_file.h"
+#include "base/log.h"
+#include "cli/commands.h"
+#include "ptqkit/error.h"
+#include "ptqkit/picker.h"
+#include "sensitivity/picker_output.h"
+#include "sensitivity/report_html.h"
+#include "sensitivity/scores_file.h"
+
+namespace ptqkit::cli {
+namespace {
+
+struct ExcludeArgs {
+  std::string scores_path;
+  std::optional<double> coverage;
+  std::optional<double> threshold;
+  std::optional<int> max_nodes;
+  double min_score_floor = 0.0;
+  std::string near_tie_ratio = "0.99";
+  std::string blocks_path;
+  std::string block_agg = "sum";
+  std::string format = "list";
+  std::string report_path;
+  std::string log_level = "INFO";
+};
+
+// blocks.json: an object {group: [regex, ...]} (a single regex string is accepted too), whose key
+// order is the first-match order.
+std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read blocks file '{}'", path), Error::Kind::kIo);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  nlohmann::ordered_json json;
+  try {
+    json = nlohmann::ordered_json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("blocks file '{}' is not valid JSON: {}", path, e.what()));
+  }
+  if (!json.is_object()) {
+    throw Error(fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}",
+                            path));
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> blocks;
+  for (const auto& [group, value] : json.items()) {
+    std::vector<std::string> patterns;
+    if (value.is_string()) {
+      patterns.push_back(value.get<std::string>());
+    } else if (value.is_array()) {
+      for (const auto& pattern : value) {
+        if (!pattern.is_string()) {
+          throw Error(fmt::format("blocks file '{}': group '{}' must list regex strings, found {}",
+                                  path, group, pattern.dump()));
+        }
+        patterns.push_back(pattern.get<std::string>());
+      }
+    } else {
+      throw Error(fmt::format("blocks file '{}': group '{}' must be a list of regex strings, found {}",
+                              path, group, value.dump()));
+    }
+    blocks.emplace_back(group, std::move(patterns));
+  }
+  return blocks;
+}
+
+std::optional<double> ParseNearTieRatio(const std::string& text) {
+  if (text == "none") return std::nullopt;
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw Error(fmt::format("--near_tie_ratio: expected a number in (0, 1] or 'none', got '{}'", text));
+}
+
+std::map<std::string, std::string> ReportSettings(const ExcludeArgs& a, const PickerOptions& o) {
+  std::map<std::string, std::string> s;
+  s["scores"] = a.scores_path;
+  if (o.threshold) {
+    s["threshold"] = fmt::format("{}", *o.threshold);
+  } else {
+    s["coverage"] = fmt::format("{}", o.coverage);
+  }
+  if (o.max_nodes) s["max_nodes"] = fmt::format("{}", *o.max_nodes);
+  s["min_score_floor"] = fmt::format("{}", o.min_score_floor);
+  s["near_tie_ratio"] = o.near_tie_ratio ? fmt::format("{}", *o.near_tie_ratio) : "none";
+  if (!a.blocks_path.empty()) {
+    s["blocks"] = a.blocks_path;
+    s["block_agg"] = o.block_agg;
+  }
+  return s;
+}
+
+int RunExclude(const ExcludeArgs& a) {
+  log::SetLevel(log::ParseLevel(a.log_level));
+  const sensitivity::SensitivityResult result = sensitivity::ReadResult(a.scores_path);
+  PickerOptions options;
+  if (a.coverage) options.coverage = *a.coverage;
+  options.threshold = a.threshold;
+  options.max_nodes = a.max_nodes;
+  options.min_score_floor = a.min_score_floor;
+  options.near_tie_ratio = ParseNearTieRatio(a.near_tie_ratio);
+  options.block_agg = a.block_agg;
+  if (!a.blocks_path.empty()) options.blocks = ReadBlocks(a.blocks_path);
+
+  const PickResult pick = SuggestExclusion(result.scores, options);
+  const ExclusionSummary summary = SummarizeExclusion(result.scores, pick.excluded);
+  for (const auto& warning : pick.warnings) log::Warn("{}", warning);
+  for (const auto& warning : summary.warnings) log::Warn("{}", warning);
+  if (result.calibration_source == "synthetic" && options.threshold) {
+    log::Warn("'{}' was scored on synthetic data: its scores are directional only, and an absolute "
+              "--threshold on them means little (prefer --coverage)",
+              a.scores_path);
+  }
+
+  if (a.format == "list") {
+    for (const auto& name : pick.excluded) fmt::print("{}\n", name);
+  } else if (a.format == "cli") {
+    const std::string args = sensitivity::RenderExcludeArgs(pick.excluded, result.granularity);
+    if (!args.empty()) fmt::print("{}\n", args);
+  } else {
+    fmt::print("{}\n", sensitivity::ExclusionJson(pick, summary, result.granularity).dump(2));
+  }
+  std::fflush(stdout);
+
+  std::string human;
+  if (pick.block_mode) human += sensitivity::RenderBlockRanking(pick, result.metric) + "\n";
+  human += sensitivity::RenderSummary(summary, &pick);
+  std::fputs(human.c_str(), stderr);
+
+  if (!a.report_path.empty()) {
+    AtomicFileWriter writer;
+    writer.Stage(a.report_path,
+                 sensitivity::RenderHtmlReport(result, &pick, ReportSettings(a, options)));
+    writer.Commit();
+    std::fprintf(stderr, "Wrote %s\n", a.report_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command RegisterExclude(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "exclude",
+      "Pick the targets to keep in high precision from a sensitivity scan's scores (the list goes "
+      "to stdout, the summary to stderr)");
+  auto a = std::make_shared<ExcludeArgs>();
+  cmd->add_option("--scores", a->scores_path, "Scores file written by `ptqkit sensitivity`")
+      ->required();
+  auto* coverage = cmd->add_option(
+      "--coverage", a->coverage,
+      "Exclude the top of the ranking while its cumulative score stays <= this share of the total "
+      "(default 0.90)");
+  auto* threshold =
+      cmd->add_option("--threshold", a->threshold, "Exclude every target scoring above this");
+  coverage->excludes(threshold);
+  threshold->excludes(coverage);
+  cmd->add_option("--max_nodes", a->max_nodes, "Exclude at most this many targets (groups with --blocks)");
+  cmd->add_option("--min_score_floor", a->min_score_floor, "Never exclude a target scoring <= this")
+      ->capture_default_str();
+  cmd->add_option("--near_tie_ratio", a->near_tie_ratio,
+                  "Warn when the first target left in scores >= this ratio of the last excluded "
+                  "('none' silences)")
+      ->capture_default_str();
+  cmd->add_option("--blocks", a->blocks_path,
+                  "JSON object {group: [regex, ...]}: rank and exclude whole groups (first match wins)");
+  cmd->add_option("--block_agg", a->block_agg, "Group score: sum | max | mean")
+      ->check(CLI::IsMember({"sum", "max", "mean"}))
+      ->capture_default_str();
+  cmd->add_option("--format", a->format,
+                  "list (one name a line) | cli (--nodes_to_exclude/--op_types_to_exclude ...) | json")
+      ->check(CLI::IsMember({"list", "cli", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--report", a->report_path, "Also write an HTML report here");
+  cmd->add_option("--log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
+  return [a]() { return RunExclude(*a); };
+}
+
+}  // namespace ptqkit::cli

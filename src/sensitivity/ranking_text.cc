@@ -1,0 +1,53 @@
+#include "sensitivity/ranking_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sensitivity/rank_order.h"
+#include "sensitivity/score_format.h"
+
+namespace ptqkit::sensitivity {
+
+std::string RenderRanking(const SensitivityResult& result, bool show_zero_scores) {
+  std::string out = fmt::format("Sensitivity scan ({} / {} / {}):\n", result.target_precision,
+                                result.metric, result.granularity);
+  std::vector<std::pair<std::string, double>> shown;
+  int hidden = 0;
+  for (auto& entry : RankByScore(result.scores)) {
+    if (entry.second == 0.0 && !show_zero_scores) {
+      ++hidden;
+    } else {
+      shown.push_back(std::move(entry));
+    }
+  }
+  size_t name_width = 0;
+  std::vector<std::string> cells;
+  for (const auto& [name, score] : shown) {
+    name_width = std::max(name_width, name.size());
+    cells.push_back(FormatScore(score, 3));
+  }
+  cells = AlignColumn(cells);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    std::string line = fmt::format("  {:<{}}{}", shown[i].first, name_width + 2, cells[i]);
+    if (i == 0) {
+      line += "  <-- highest impact";
+    } else if (i + 1 == shown.size()) {
+      line += "  <-- lowest impact";
+    }
+    out += line + "\n";
+  }
+  if (hidden > 0) {
+    out += fmt::format(
+        "  ({} target(s) with score 0.0 hidden; pass --show_zero_scores or read the JSON)\n",
+        hidden);
+  }
+  if (!result.failed.empty()) {
+    out += fmt::format("  ({} target(s) failed and are not ranked; see \"failed\" in the JSON)\n",
+                       result.failed.size());
+  }
+  if (result.scores.empty() && result.failed.empty()) out += "  (no targets were scored)\n";
+  return TrimLineEnds(out);
+}
+
+}  // namespace ptqkit::sensitivity

@@ -1,0 +1,302 @@
+#include "sensitivity/report_html.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sensitivity/rank_order.h"
+#include "sensitivity/score_format.h"
+
+namespace ptqkit::sensitivity {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+size_t Utf8Length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  size_t length = 0;
+  uint32_t code = 0;
+  if (b < 0x80) return 1;
+  if ((b & 0xE0) == 0xC0) {
+    length = 2;
+    code = b & 0x1F;
+  } else if ((b & 0xF0) == 0xE0) {
+    length = 3;
+    code = b & 0x0F;
+  } else if ((b & 0xF8) == 0xF0) {
+    length = 4;
+    code = b & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > s.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  const uint32_t min_code[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < min_code[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  if (code == 0xFFFE || code == 0xFFFF) return 0;  // not XML characters
+  return length;
+}
+
+// Text and attribute values: markup characters escaped; what XML 1.0 forbids (control
+// characters, broken UTF-8) becomes U+FFFD so one odd node name cannot break the file.
+std::string Escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    switch (c) {
+      case '&': out += "&amp;"; ++i; continue;
+      case '<': out += "&lt;"; ++i; continue;
+      case '>': out += "&gt;"; ++i; continue;
+      case '"': out += "&quot;"; ++i; continue;
+      case '\'': out += "&#39;"; ++i; continue;
+      default: break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    const size_t length = Utf8Length(text, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
+// Long node paths keep their informative tail in the chart; the full name is in the tooltip.
+std::string ShortLabel(const std::string& name, size_t max_bytes) {
+  if (name.size() <= max_bytes) return name;
+  size_t start = name.size() - (max_bytes - 3);
+  while (start < name.size() && (static_cast<unsigned char>(name[start]) & 0xC0) == 0x80) ++start;
+  return "\xE2\x80\xA6" + name.substr(start);  // U+2026 HORIZONTAL ELLIPSIS
+}
+
+struct Bar {
+  std::string name;
+  double score = 0.0;
+  bool selected = false;
+};
+
+constexpr double kRowHeight = 18.0;
+constexpr double kBarArea = 480.0;
+constexpr double kCharWidth = 6.6;  // average glyph width of the 11px sans-serif labels
+constexpr size_t kMaxLabelBytes = 64;
+
+// A horizontal bar chart, one row per bar in the given order. `cut` >= 0 draws the cut line
+// after that many rows, labelled `cut_label`.
+std::string BarChart(const std::vector<Bar>& bars, long cut, const std::string& cut_label,
+                     const std::string& caption) {
+  size_t label_chars = 8;
+  double max_score = 0.0;
+  for (const auto& bar : bars) {
+    label_chars = std::max(label_chars, ShortLabel(bar.name, kMaxLabelBytes).size());
+    max_score = std::max(max_score, bar.score);
+  }
+  const double label_width = static_cast<double>(std::min<size_t>(label_chars, kMaxLabelBytes)) *
+                                 kCharWidth + 12.0;
+  const double value_width = 90.0;
+  const double top = 8.0;
+  const double width = label_width + kBarArea + value_width;
+  const double height = top + kRowHeight * static_cast<double>(bars.size()) + 24.0;
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{:.0f}\" "
+      "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\" aria-label=\"{}\">\n",
+      width, height, width, height, Escape(caption));
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& bar = bars[i];
+    const double y = top + kRowHeight * static_cast<double>(i);
+    double bar_width = max_score > 0.0 ? bar.score / max_score * kBarArea : 0.0;
+    if (bar.score > 0.0) bar_width = std::max(bar_width, 1.0);  // measured, however small
+    out += fmt::format("<g class=\"{}\">", bar.selected ? "row excluded" : "row");
+    out += fmt::format("<title>{} = {}{}</title>", Escape(bar.name), fmt::format("{:.6g}", bar.score),
+                       bar.selected ? " (excluded)" : "");
+    out += fmt::format(
+        "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+        label_width - 6.0, y + 13.0, Escape(ShortLabel(bar.name, kMaxLabelBytes)));
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" class=\"{}\" />",
+        label_width, y + 3.0, bar_width, kRowHeight - 5.0, bar.selected ? "bar cut" : "bar");
+    out += fmt::format("<text class=\"value\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
+                       label_width + bar_width + 4.0, y + 13.0, Escape(FormatScore(bar.score, 3)));
+    out += "</g>\n";
+  }
+  if (cut >= 0 && !bars.empty()) {
+    const double y = top + kRowHeight * static_cast<double>(cut) + 1.0;
+    out += fmt::format(
+        "<line class=\"cutline\" x1=\"0\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\" />\n", y, width,
+        y);
+    out += fmt::format("<text class=\"cutlabel\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                       label_width + kBarArea - 4.0, y - 3.0, Escape(cut_label));
+  }
+  return out + "</svg>\n";
+}
+
+std::string Row(const std::vector<std::string>& cells, bool header = false) {
+  const char* tag = header ? "th" : "td";
+  std::string out = "<tr>";
+  for (const auto& cell : cells) out += fmt::format("<{0}>{1}</{0}>", tag, Escape(cell));
+  return out + "</tr>\n";
+}
+
+std::string KeyValueTable(const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::string out = "<table class=\"kv\">\n";
+  for (const auto& [key, value] : rows) {
+    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", Escape(key), Escape(value));
+  }
+  return out + "</table>\n";
+}
+
+constexpr const char* kStyle = R"(body { font-family: sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.note { color: #8a5a00; background: #fff6e0; padding: 6px 10px; }
+.chart text { font-size: 11px; font-family: sans-serif; }
+.chart .bar { fill: #5b8def; }
+.chart .bar.cut { fill: #d9534f; }
+.chart .value { fill: #555; }
+.chart .cutline { stroke: #d9534f; stroke-width: 1.5; stroke-dasharray: 6 4; }
+.chart .cutlabel { fill: #d9534f; text-anchor: end; font-weight: bold; }
+code { font-size: 0.9em; }
+)";
+
+}  // namespace
+
+std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* pick,
+                             const std::map<std::string, std::string>& settings) {
+  std::set<std::string> excluded;
+  if (pick != nullptr) excluded.insert(pick->excluded.begin(), pick->excluded.end());
+
+  std::string out =
+      "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+      "<meta charset=\"utf-8\" />\n";
+  out += fmt::format("<title>ptqkit sensitivity: {}</title>\n", Escape(result.onnx_path));
+  out += fmt::format("<style>\n{}</style>\n</head>\n<body>\n", kStyle);
+  out += "<h1>Sensitivity scan</h1>\n";
+  out += fmt::format("<p><code>{}</code></p>\n", Escape(result.onnx_path));
+  if (result.calibration_source == "synthetic") {
+    out += "<p class=\"note\">Calibrated on synthetic data: the scores are directional only; do "
+           "not pair them with absolute thresholds.</p>\n";
+  }
+
+  out += "<h2>Run</h2>\n";
+  out += KeyValueTable({
+      {"model", result.onnx_path},
+      {"target precision", result.target_precision},
+      {"metric", result.metric},
+      {"granularity", result.granularity},
+      {"calibration source", result.calibration_source},
+      {"calibration samples", fmt::format("{}", result.num_calibration_samples)},
+      {"targets scored", fmt::format("{}", result.scores.size())},
+      {"targets failed", fmt::format("{}", result.failed.size())},
+      {"ptqkit version", result.ptqkit_version},
+  });
+  if (!settings.empty()) {
+    out += "<h2>Settings</h2>\n";
+    out += KeyValueTable({settings.begin(), settings.end()});
+  }
+
+  // Per-target ranking. Without blocks the selection is a prefix of this order, so the cut is a
+  // line; with blocks the excluded members are scattered, so only their bars are highlighted.
+  const auto ranked = RankByScore(result.scores);
+  std::vector<Bar> bars;
+  for (const auto& [name, score] : ranked) bars.push_back({name, score, excluded.count(name) != 0});
+  long target_cut = -1;
+  std::string cut_label;
+  if (pick != nullptr && !pick->block_mode) {
+    target_cut = static_cast<long>(pick->cut);
+    cut_label = "exclusion cut (" + pick->cut_rule + ")";
+  }
+  out += fmt::format("<h2>Ranking ({} / {} / {})</h2>\n", Escape(result.target_precision),
+                     Escape(result.metric), Escape(result.granularity));
+  if (bars.empty()) {
+    out += "<p>No target was scored.</p>\n";
+  } else {
+    out += fmt::format(
+        "<p>{} target(s), highest impact first; bar length is the score relative to the highest{}.</p>\n",
+        bars.size(), pick != nullptr ? "; red bars are excluded (kept in high precision)" : "");
+    out += BarChart(bars, target_cut, cut_label,
+                    fmt::format("Sensitivity ranking by {}", result.metric));
+  }
+
+  if (pick != nullptr && pick->block_mode) {
+    out += fmt::format("<h2>Block ranking (sorted by {}_agg)</h2>\n", Escape(pick->block_agg));
+    std::vector<Bar> group_bars;
+    std::string table = "<table>\n";
+    table += Row({"#", "group", "kind", "max_agg", "sum_agg", "mean_agg", "members", "excluded"},
+                 true);
+    for (size_t i = 0; i < pick->ranking.size(); ++i) {
+      const RankedEntry& e = pick->ranking[i];
+      const std::string label = e.is_block ? e.name : e.name + " (node)";
+      group_bars.push_back({label, e.score, i < pick->cut});
+      table += Row({fmt::format("{}", i + 1), e.name, e.is_block ? "group" : "singleton",
+                    FormatScore(e.max_score, 3), FormatScore(e.sum_score, 3),
+                    FormatScore(e.mean_score, 3), fmt::format("{}", e.members.size()),
+                    i < pick->cut ? "yes" : "no"});
+    }
+    table += "</table>\n";
+    if (!group_bars.empty()) {
+      out += BarChart(group_bars, static_cast<long>(pick->cut),
+                      "exclusion cut (" + pick->cut_rule + ")",
+                      fmt::format("Block ranking by {}_agg", pick->block_agg));
+    }
+    out += table;
+  }
+
+  if (pick != nullptr) {
+    const ExclusionSummary summary = SummarizeExclusion(result.scores, pick->excluded);
+    out += fmt::format("<h2>Exclusion ({})</h2>\n", Escape(pick->cut_rule));
+    out += KeyValueTable({
+        {"coverage_pct", fmt::format("{:.2f}", summary.coverage_pct)},
+        {"num_excluded", fmt::format("{}", summary.num_excluded)},
+        {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
+        {"num_remaining_quantized", fmt::format("{}", summary.num_remaining_quantized)},
+        {"excluded_mass", fmt::format("{:.6g}", summary.excluded_mass)},
+        {"total_mass", fmt::format("{:.6g}", summary.total_mass)},
+    });
+    if (pick->excluded.empty()) {
+      out += "<p>Nothing is excluded.</p>\n";
+    } else {
+      out += "<ol class=\"excluded\">\n";
+      for (const auto& name : pick->excluded) {
+        out += fmt::format("<li><code>{}</code></li>\n", Escape(name));
+      }
+      out += "</ol>\n";
+    }
+  }
+
+  if (!result.failed.empty()) {
+    out += "<h2>Failed targets (not scored)</h2>\n<table>\n" + Row({"target", "reason"}, true);
+    for (const auto& [target, reason] : result.failed) out += Row({target, reason});
+    out += "</table>\n";
+  }
+  if (pick != nullptr && !pick->warnings.empty()) {
+    out += "<h2>Warnings</h2>\n<ul>\n";
+    for (const auto& warning : pick->warnings) out += "<li>" + Escape(warning) + "</li>\n";
+    out += "</ul>\n";
+  }
+  if (!result.timings.empty()) {
+    out += "<h2>Timings (seconds)</h2>\n";
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (const auto& [phase, seconds] : result.timings) {
+      rows.emplace_back(phase, fmt::format("{:.3f}", seconds));
+    }
+    out += KeyValueTable(rows);
+  }
+  return out + "</body>\n</html>\n";
+}
+
+}  // namespace ptqkit::sensitivity

@@ -1,0 +1,162 @@
+#include "sensitivity/scores_file.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "base/atomic_file.h"
+#include "ptqkit/error.h"
+#include "sensitivity/metrics.h"
+
+namespace ptqkit::sensitivity {
+namespace {
+
+using nlohmann::json;
+
+void RequireFinite(const std::map<std::string, double>& values, const char* field) {
+  for (const auto& [name, value] : values) {
+    if (!std::isfinite(value)) {
+      throw Error(fmt::format("sensitivity result: {} of '{}' is {}; only finite values can be "
+                              "written (a probe without a finite score belongs in \"failed\")",
+                              field, name, value));
+    }
+  }
+}
+
+const json& Field(const json& object, const char* key, const std::string& source) {
+  if (!object.contains(key)) {
+    throw Error(fmt::format("sensitivity scores '{}': missing field \"{}\"", source, key));
+  }
+  return object.at(key);
+}
+
+[[noreturn]] void BadField(const std::string& source, const std::string& key,
+                           const std::string& expected, const json& found) {
+  std::string shown = found.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  throw Error(fmt::format("sensitivity scores '{}': field \"{}\" must be {}, found {}", source, key,
+                          expected, shown));
+}
+
+std::string StringField(const json& object, const char* key, const std::string& source) {
+  const json& value = Field(object, key, source);
+  if (!value.is_string()) BadField(source, key, "a string", value);
+  return value.get<std::string>();
+}
+
+std::string OneOf(const json& object, const char* key, const std::string& source,
+                  std::initializer_list<const char*> allowed) {
+  const std::string value = StringField(object, key, source);
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return value;
+    list += fmt::format("{}\"{}\"", list.empty() ? "" : " or ", a);
+  }
+  BadField(source, key, list, object.at(key));
+}
+
+std::map<std::string, double> NumberMap(const json& value, const std::string& key,
+                                        const std::string& source) {
+  if (!value.is_object()) BadField(source, key, "an object of numbers", value);
+  std::map<std::string, double> out;
+  for (const auto& [name, number] : value.items()) {
+    if (!number.is_number()) BadField(source, key + "." + name, "a number", number);
+    out[name] = number.get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const SensitivityResult& result) {
+  RequireFinite(result.scores, "score");
+  RequireFinite(result.timings, "timing");
+  json failed = json::array();
+  for (const auto& [target, reason] : result.failed) {
+    failed.push_back({{"reason", reason}, {"target", target}});
+  }
+  // nlohmann::json keeps object keys in a std::map: sorted, whatever the insertion order.
+  return json{{"onnx_path", result.onnx_path},
+              {"scores", result.scores},
+              {"failed", std::move(failed)},
+              {"calibration_source", result.calibration_source},
+              {"num_calibration_samples", result.num_calibration_samples},
+              {"metric", result.metric},
+              {"granularity", result.granularity},
+              {"target_precision", result.target_precision},
+              {"timings", result.timings},
+              {"ptqkit_version", result.ptqkit_version}};
+}
+
+SensitivityResult FromJson(const nlohmann::json& json, const std::string& source) {
+  if (!json.is_object()) {
+    throw Error(fmt::format("sensitivity scores '{}': expected a JSON object at the top level",
+                            source));
+  }
+  SensitivityResult r;
+  r.onnx_path = StringField(json, "onnx_path", source);
+  r.scores = NumberMap(Field(json, "scores", source), "scores", source);
+  const nlohmann::json& failed = Field(json, "failed", source);
+  if (!failed.is_array()) BadField(source, "failed", "a list", failed);
+  for (const auto& entry : failed) {
+    if (entry.is_string()) {
+      r.failed.emplace_back(entry.get<std::string>(), "");
+    } else if (entry.is_object() && entry.contains("target") && entry.at("target").is_string()) {
+      const auto reason = entry.value("reason", nlohmann::json(""));
+      r.failed.emplace_back(entry.at("target").get<std::string>(),
+                            reason.is_string() ? reason.get<std::string>() : reason.dump());
+    } else {
+      BadField(source, "failed", "a list of {\"target\", \"reason\"} objects", entry);
+    }
+  }
+  r.calibration_source = OneOf(json, "calibration_source", source, {"real", "synthetic"});
+  const nlohmann::json& samples = Field(json, "num_calibration_samples", source);
+  if (!samples.is_number_integer() || samples.get<int64_t>() < 0) {
+    BadField(source, "num_calibration_samples", "a non-negative integer", samples);
+  }
+  r.num_calibration_samples = samples.get<int64_t>();
+  r.metric = StringField(json, "metric", source);
+  try {
+    ParseMetric(r.metric);
+  } catch (const Error& e) {
+    throw Error(fmt::format("sensitivity scores '{}': field \"metric\": {}", source, e.what()));
+  }
+  r.granularity = OneOf(json, "granularity", source, {"op_type", "node"});
+  r.target_precision = StringField(json, "target_precision", source);
+  if (json.contains("timings")) r.timings = NumberMap(json.at("timings"), "timings", source);
+  if (json.contains("ptqkit_version")) r.ptqkit_version = StringField(json, "ptqkit_version", source);
+  return r;
+}
+
+std::string SerializeResult(const SensitivityResult& result) {
+  try {
+    return ToJson(result).dump(2) + "\n";
+  } catch (const nlohmann::json::type_error& e) {
+    // dump() refuses strings that are not UTF-8 (a node name from a foreign exporter).
+    throw Error(fmt::format("sensitivity result cannot be written as JSON: {}", e.what()));
+  }
+}
+
+void WriteResult(const SensitivityResult& result, const std::string& path) {
+  AtomicFileWriter writer;
+  writer.Stage(path, SerializeResult(result));
+  writer.Commit();
+}
+
+SensitivityResult ReadResult(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read sensitivity scores '{}'", path), Error::Kind::kIo);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("sensitivity scores '{}' is not valid JSON: {}", path, e.what()));
+  }
+  return FromJson(json, path);
+}
+
+}  // namespace ptqkit::sensitivity
