@@ -1,0 +1,356 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "data/npy.h"
+#include "data/npz.h"
+#include "ptqkit/calibration.h"
+#include "test_files.h"
+
+namespace ptqkit {
+namespace {
+
+using data::NpzCompression;
+using data::WriteNpy;
+using data::WriteNpz;
+using data::testing::ErrorOf;
+using data::testing::Iota;
+using data::testing::MakeTensor;
+using data::testing::ReadFileBytes;
+using data::testing::TestDir;
+using data::testing::Values;
+using data::testing::WriteFileBytes;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+InputSpec Spec(std::string name, std::vector<int64_t> shape, DataType dtype = DataType::kFloat) {
+  return InputSpec{std::move(name), dtype, std::move(shape)};
+}
+
+// Reads every batch and concatenates input `name` as floats.
+std::vector<float> AllFloats(const CalibrationSet& set, const std::string& name,
+                             int64_t batch_size) {
+  std::vector<float> out;
+  for (int64_t b = 0; b < set.NumBatches(batch_size); ++b) {
+    const auto v = Values<float>(set.ReadBatch(b, batch_size).at(name));
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+std::vector<float> Range(float begin, float end) {
+  std::vector<float> out;
+  for (float v = begin; v < end; v += 1) out.push_back(v);
+  return out;
+}
+
+TEST(CalibrationSetTest, NpyBindsToTheOnlyInputAndBatches) {
+  const std::string path = (TestDir() / "x.npy").string();
+  WriteNpy(path, Iota({10, 3}));
+  CalibrationSet set = CalibrationSet::FromPath(path);
+  set.Validate({Spec("input", {-1, 3})});
+  EXPECT_EQ(set.names(), std::vector<std::string>{"input"});
+  EXPECT_EQ(set.num_samples(), 10);
+  EXPECT_EQ(set.NumBatches(4), 3);
+  EXPECT_EQ(set.NumBatches(10), 1);
+  EXPECT_EQ(set.NumBatches(1), 10);
+
+  const Batch first = set.ReadBatch(0, 4);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first.at("input").shape, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(Values<float>(first.at("input")), Range(0, 12));
+  const Batch last = set.ReadBatch(2, 4);
+  EXPECT_EQ(last.at("input").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values<float>(last.at("input")), Range(24, 30));
+
+  // Validating again (same model) is harmless.
+  set.Validate({Spec("input", {-1, 3})});
+  EXPECT_EQ(set.num_samples(), 10);
+}
+
+TEST(CalibrationSetTest, NpzWithSeveralInputs) {
+  for (const auto compression : {NpzCompression::kStored, NpzCompression::kDeflated}) {
+    const std::string path = (TestDir() / "x.npz").string();
+    WriteNpz(path,
+             {{"a", Iota({5, 2})},
+              {"b", MakeTensor<int64_t>(DataType::kInt64, {5}, {10, 11, 12, 13, 14})}},
+             compression);
+    CalibrationSet set = CalibrationSet::FromPath(path);
+    set.Validate({Spec("a", {-1, 2}), Spec("b", {-1}, DataType::kInt64)});
+    EXPECT_THAT(set.names(), ElementsAre("a", "b"));
+    const Batch batch = set.ReadBatch(1, 2);
+    EXPECT_EQ(Values<float>(batch.at("a")), (std::vector<float>{4, 5, 6, 7}));
+    EXPECT_EQ(Values<int64_t>(batch.at("b")), (std::vector<int64_t>{12, 13}));
+    EXPECT_EQ(Values<int64_t>(set.ReadBatch(2, 2).at("b")), (std::vector<int64_t>{14}));
+  }
+}
+
+TEST(CalibrationSetTest, DirectoryConcatenatesFilesInNameOrder) {
+  const auto dir = TestDir();
+  // Written out of order; 10.npz sorts before 2.npz (names compare as text).
+  WriteNpz((dir / "2.npz").string(), {{"x", Iota({4, 2}, 100)}});
+  WriteNpz((dir / "10.npz").string(), {{"x", Iota({2, 2}, 0)}}, NpzCompression::kDeflated);
+  WriteNpz((dir / "30.npz").string(), {{"x", Iota({1, 2}, 200)}});
+  WriteFileBytes(dir / "README.txt", "ignored");
+  std::filesystem::create_directory(dir / "sub.npy");  // a directory, not a data file: ignored
+
+  CalibrationSet set = CalibrationSet::FromPath(dir.string());
+  set.Validate({Spec("x", {-1, 2})});
+  EXPECT_EQ(set.num_samples(), 7);
+  std::vector<float> expected = Range(0, 4);
+  for (float v : Range(100, 108)) expected.push_back(v);
+  expected.push_back(200);
+  expected.push_back(201);
+  // Batch sizes that straddle file boundaries in different places all see the same sequence.
+  for (int64_t batch_size : {1, 2, 3, 5, 7, 100})
+    EXPECT_EQ(AllFloats(set, "x", batch_size), expected) << batch_size;
+  EXPECT_EQ(set.ReadBatch(1, 3).at("x").shape, (std::vector<int64_t>{3, 2}));
+}
+
+TEST(CalibrationSetTest, DirectoryOfNpyFiles) {
+  const auto dir = TestDir();
+  WriteNpy((dir / "b.npy").string(), Iota({2, 1}, 10));
+  WriteNpy((dir / "a.npy").string(), Iota({3, 1}, 0));
+  WriteNpy((dir / "c.NPY").string(), Iota({0, 1}));  // no samples: contributes nothing
+  CalibrationSet set = CalibrationSet::FromPath(dir.string());
+  set.Validate({Spec("only", {1, 1})});
+  EXPECT_EQ(AllFloats(set, "only", 2), (std::vector<float>{0, 1, 2, 10, 11}));
+}
+
+TEST(CalibrationSetTest, LazyStoredNpzDirectoryMatchesEagerTensors) {
+  const auto dir = TestDir();
+  const HostTensor a1 = Iota({3, 4}), a2 = Iota({5, 4}, 50);
+  const HostTensor b1 = MakeTensor<int32_t>(DataType::kInt32, {3}, {1, 2, 3});
+  const HostTensor b2 = MakeTensor<int32_t>(DataType::kInt32, {5}, {4, 5, 6, 7, 8});
+  WriteNpz((dir / "p1.npz").string(), {{"a", a1}, {"b", b1}});
+  WriteNpz((dir / "p2.npz").string(), {{"a", a2}, {"b", b2}});
+
+  HostTensor a(DataType::kFloat, {8, 4});
+  std::memcpy(a.bytes.data(), a1.bytes.data(), a1.bytes.size());
+  std::memcpy(a.bytes.data() + a1.bytes.size(), a2.bytes.data(), a2.bytes.size());
+  const HostTensor b = MakeTensor<int32_t>(DataType::kInt32, {8}, {1, 2, 3, 4, 5, 6, 7, 8});
+
+  const std::vector<InputSpec> model = {Spec("a", {-1, 4}), Spec("b", {-1}, DataType::kInt32)};
+  CalibrationSet lazy = CalibrationSet::FromPath(dir.string());
+  CalibrationSet eager = CalibrationSet::FromTensors({{"a", a}, {"b", b}});
+  lazy.Validate(model);
+  eager.Validate(model);
+  ASSERT_EQ(lazy.NumBatches(3), eager.NumBatches(3));
+  for (int64_t i = 0; i < lazy.NumBatches(3); ++i) {
+    const Batch x = lazy.ReadBatch(i, 3), y = eager.ReadBatch(i, 3);
+    for (const char* name : {"a", "b"}) {
+      EXPECT_EQ(x.at(name).shape, y.at(name).shape);
+      EXPECT_EQ(x.at(name).bytes, y.at(name).bytes) << name << " batch " << i;
+    }
+  }
+}
+
+TEST(CalibrationSetTest, BatchesAreReadFromDiskWhenAsked) {
+  const std::string path = (TestDir() / "x.npy").string();
+  WriteNpy(path, Iota({4, 1}));
+  CalibrationSet set = CalibrationSet::FromPath(path);
+  set.Validate({Spec("x", {-1, 1})});
+  std::string bytes = ReadFileBytes(path);
+  const float replacement = 42;
+  bytes.replace(bytes.size() - 4, 4, std::string(reinterpret_cast<const char*>(&replacement), 4));
+  WriteFileBytes(path, bytes);
+  EXPECT_EQ(Values<float>(set.ReadBatch(1, 2).at("x")), (std::vector<float>{2, 42}));
+}
+
+TEST(CalibrationSetTest, FromTensorsBindsTheUnnamedTensor) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"", Iota({3, 2})}});
+  set.Validate({Spec("pixels", {-1, 2})});
+  EXPECT_EQ(set.names(), std::vector<std::string>{"pixels"});
+  EXPECT_EQ(Values<float>(set.ReadBatch(0, 8).at("pixels")), Range(0, 6));
+}
+
+TEST(CalibrationSetTest, Float16DataIsRawBits) {
+  const std::string path = (TestDir() / "h.npz").string();
+  WriteNpz(
+      path,
+      {{"h", MakeTensor<uint16_t>(DataType::kFloat16, {2, 2}, {0x3c00, 0x4000, 0xbc00, 0x0000})}});
+  CalibrationSet set = CalibrationSet::FromPath(path);
+  set.Validate({Spec("h", {-1, 2}, DataType::kFloat16)});
+  const HostTensor t = set.ReadBatch(1, 1).at("h");
+  EXPECT_EQ(t.dtype, DataType::kFloat16);
+  EXPECT_EQ(Values<uint16_t>(t), (std::vector<uint16_t>{0xbc00, 0x0000}));
+}
+
+TEST(CalibrationSetTest, StaticBatchDimIsNotTheSampleCount) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"x", Iota({100, 3, 4})}});
+  set.Validate({Spec("x", {8, 3, -1})}, {{"x", {8, 3, 4}}});
+  EXPECT_EQ(set.num_samples(), 100);
+  EXPECT_EQ(set.NumBatches(8), 13);
+  EXPECT_EQ(set.ReadBatch(12, 8).at("x").shape, (std::vector<int64_t>{4, 3, 4}));
+}
+
+TEST(CalibrationSetTest, PreconditionsThrow) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"x", Iota({3, 1})}});
+  EXPECT_THAT(ErrorOf([&] { set.num_samples(); }), HasSubstr("before Validate"));
+  set.Validate({Spec("x", {-1, 1})});
+  EXPECT_THAT(ErrorOf([&] { set.NumBatches(0); }), HasSubstr("batch size"));
+  EXPECT_THAT(ErrorOf([&] { set.ReadBatch(3, 1); }), HasSubstr("out of range"));
+  EXPECT_THAT(ErrorOf([&] { set.ReadBatch(-1, 1); }), HasSubstr("out of range"));
+}
+
+TEST(CalibrationSetTest, MoveKeepsTheData) {
+  CalibrationSet a = CalibrationSet::FromTensors({{"x", Iota({2, 1})}});
+  CalibrationSet b = std::move(a);
+  b.Validate({Spec("x", {-1, 1})});
+  EXPECT_EQ(b.num_samples(), 2);
+}
+
+// ---- Errors: each one names what is wrong. ----
+
+TEST(CalibrationSetErrorTest, MissingPathEmptyDirectoryAndWrongExtension) {
+  const auto dir = TestDir();
+  const std::string missing = (dir / "nothing.npz").string();
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(missing); }), HasSubstr(missing));
+  WriteFileBytes(dir / "notes.txt", "x");
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(dir.string()); }),
+              HasSubstr("no .npy or .npz files in " + dir.string()));
+  const std::string csv = (dir / "data.csv").string();
+  WriteFileBytes(csv, "1,2");
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(csv); }), HasSubstr(csv));
+}
+
+TEST(CalibrationSetErrorTest, CorruptFileInDirectoryIsNamed) {
+  const auto dir = TestDir();
+  WriteNpy((dir / "a.npy").string(), Iota({2, 2}));
+  WriteFileBytes(dir / "b.npy", "garbage");
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(dir.string()); }),
+              HasSubstr((dir / "b.npy").string()));
+}
+
+TEST(CalibrationSetErrorTest, KeyNotAModelInput) {
+  CalibrationSet set =
+      CalibrationSet::FromTensors({{"a", Iota({2, 1})}, {"b", Iota({2, 1})}, {"x", Iota({2, 1})}});
+  EXPECT_EQ(ErrorOf([&] {
+              set.Validate({Spec("a", {-1, 1}), Spec("b", {-1, 1})});
+            }),
+            "calibration data has input 'x' that the model does not have; model inputs: a, b");
+}
+
+TEST(CalibrationSetErrorTest, ModelInputWithoutData) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"b", Iota({2, 1})}});
+  EXPECT_EQ(ErrorOf([&] {
+              set.Validate({Spec("a", {-1, 1}), Spec("b", {-1, 1})});
+            }),
+            "model input 'a' has no calibration data");
+}
+
+TEST(CalibrationSetErrorTest, NpyForAModelWithSeveralInputs) {
+  const std::string path = (TestDir() / "x.npy").string();
+  WriteNpy(path, Iota({2, 1}));
+  CalibrationSet set = CalibrationSet::FromPath(path);
+  const std::string message = ErrorOf([&] {
+    set.Validate({Spec("a", {-1, 1}), Spec("b", {-1, 1})});
+  });
+  EXPECT_THAT(message, HasSubstr(path));
+  EXPECT_THAT(message, HasSubstr("2 inputs (a, b)"));
+  // The failed Validate did not bind the array: a single-input model still takes it.
+  set.Validate({Spec("a", {-1, 1})});
+  EXPECT_EQ(set.names(), std::vector<std::string>{"a"});
+}
+
+TEST(CalibrationSetErrorTest, DtypeMismatch) {
+  CalibrationSet set = CalibrationSet::FromTensors(
+      {{"a", MakeTensor<double>(DataType::kDouble, {2, 1}, {1.0, 2.0})}});
+  EXPECT_THAT(ErrorOf([&] {
+                set.Validate({Spec("a", {-1, 1})});
+              }),
+              HasSubstr("input 'a': model expects float32, data is float64"));
+}
+
+TEST(CalibrationSetErrorTest, RankMismatch) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"a", Iota({2, 3})}});
+  const std::string message = ErrorOf([&] { set.Validate({Spec("a", {-1, 3, 4})}); });
+  EXPECT_THAT(message, HasSubstr("input 'a': model expects rank 3 (?x3x4), data has rank 2 (2x3)"));
+}
+
+TEST(CalibrationSetErrorTest, StaticDimMismatch) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"a", Iota({1, 3, 112})}});
+  EXPECT_THAT(ErrorOf([&] {
+                set.Validate({Spec("a", {1, 3, 224})});
+              }),
+              HasSubstr("input 'a' dim 2: model expects 224, data has 112"));
+}
+
+TEST(CalibrationSetErrorTest, UnequalSampleCounts) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"a", Iota({4, 1})}, {"b", Iota({3, 1})}});
+  const std::string message = ErrorOf([&] {
+    set.Validate({Spec("a", {-1, 1}), Spec("b", {-1, 1})});
+  });
+  EXPECT_THAT(message, HasSubstr("different sample counts"));
+  EXPECT_THAT(message, HasSubstr("a has 4, b has 3"));
+}
+
+TEST(CalibrationSetErrorTest, NoSamples) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"a", Iota({0, 1})}});
+  EXPECT_THAT(ErrorOf([&] { set.Validate({Spec("a", {-1, 1})}); }), HasSubstr("no samples"));
+}
+
+TEST(CalibrationSetErrorTest, DirectoryFilesWithDifferentKeys) {
+  const auto dir = TestDir();
+  WriteNpz((dir / "a.npz").string(), {{"x", Iota({2, 1})}, {"y", Iota({2, 1})}});
+  WriteNpz((dir / "b.npz").string(), {{"x", Iota({2, 1})}});
+  const std::string message = ErrorOf([&] { CalibrationSet::FromPath(dir.string()); });
+  EXPECT_THAT(message, HasSubstr("b.npz holds arrays (x) but a.npz holds (x, y)"));
+}
+
+TEST(CalibrationSetErrorTest, DirectoryMixingNpyAndNpz) {
+  const auto dir = TestDir();
+  WriteNpy((dir / "a.npy").string(), Iota({2, 1}));
+  WriteNpz((dir / "b.npz").string(), {{"x", Iota({2, 1})}});
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(dir.string()); }),
+              HasSubstr("b.npz holds arrays (x)"));
+}
+
+TEST(CalibrationSetErrorTest, DirectoryFilesWithDifferentSampleShapesOrTypes) {
+  const auto dir = TestDir();
+  WriteNpz((dir / "a.npz").string(), {{"x", Iota({2, 3})}});
+  WriteNpz((dir / "b.npz").string(), {{"x", Iota({5, 4})}});
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(dir.string()); }),
+              HasSubstr("input 'x': b.npz has shape 5x4 but a.npz has 2x3"));
+  WriteNpz((dir / "b.npz").string(),
+           {{"x", MakeTensor<int32_t>(DataType::kInt32, {1, 3}, {1, 2, 3})}});
+  EXPECT_THAT(ErrorOf([&] { CalibrationSet::FromPath(dir.string()); }),
+              HasSubstr("input 'x': b.npz holds int32 but a.npz holds float32"));
+}
+
+TEST(CalibrationSetErrorTest, CalibrationShapesUnknownInputOrDisagreeing) {
+  CalibrationSet set = CalibrationSet::FromTensors({{"a", Iota({2, 3, 4})}});
+  const std::vector<InputSpec> model = {Spec("a", {-1, 3, -1})};
+  EXPECT_THAT(
+      ErrorOf([&] {
+        set.Validate(model, {{"zz", {1, 3, 4}}});
+      }),
+      HasSubstr("--calibration_shapes names 'zz', which is not a model input; model inputs: a"));
+  EXPECT_THAT(ErrorOf([&] {
+                set.Validate(model, {{"a", {1, 3, 5}}});
+              }),
+              HasSubstr("--calibration_shapes: input 'a' dim 2 is 5, data has 4"));
+  EXPECT_THAT(ErrorOf([&] {
+                set.Validate(model, {{"a", {1, 12}}});
+              }),
+              HasSubstr("--calibration_shapes: input 'a' has rank 2"));
+  set.Validate(model, {{"a", {16, 3, 4}}});  // axis 0 of the given shape is the batch: not checked
+  EXPECT_EQ(set.num_samples(), 2);
+}
+
+TEST(CalibrationSetErrorTest, BadTensors) {
+  EXPECT_THAT(ErrorOf([] { CalibrationSet::FromTensors({}); }),
+              HasSubstr("no calibration tensors"));
+  EXPECT_THAT(ErrorOf([] {
+                CalibrationSet::FromTensors({{"s", MakeTensor<float>(DataType::kFloat, {}, {1})}});
+              }),
+              HasSubstr("'s' is a scalar"));
+  EXPECT_THAT(ErrorOf([] {
+                CalibrationSet::FromTensors({{"", Iota({1})}, {"b", Iota({1})}});
+              }),
+              HasSubstr("unnamed tensor"));
+}
+
+}  // namespace
+}  // namespace ptqkit
