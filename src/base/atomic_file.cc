@@ -30,7 +30,7 @@ void AtomicFileWriter::Stage(const std::string& path, std::string_view bytes) {
   if (fs::is_directory(target, ec)) {
     throw Error(fmt::format("cannot write '{}': it is a directory", path), Error::Kind::kIo);
   }
-  std::string temp = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  std::string temp = (dir / fmt::format(".{}.tmp-XXXXXX", target.filename().string())).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) {
     throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)), Error::Kind::kIo);
