@@ -50,8 +50,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const s
     throw Error(fmt::format("blocks file '{}' is not valid JSON: {}", path, e.what()));
   }
   if (!json.is_object()) {
-    throw Error(fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}",
-                            path));
+    throw Error(
+        fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}", path));
   }
   std::vector<std::pair<std::string, std::vector<std::string>>> blocks;
   for (const auto& [group, value] : json.items()) {
@@ -67,8 +67,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const s
         patterns.push_back(pattern.get<std::string>());
       }
     } else {
-      throw Error(fmt::format("blocks file '{}': group '{}' must be a list of regex strings, found {}",
-                              path, group, value.dump()));
+      throw Error(
+          fmt::format("blocks file '{}': group '{}' must be a list of regex strings, found {}",
+                      path, group, value.dump()));
     }
     blocks.emplace_back(group, std::move(patterns));
   }
@@ -83,7 +84,8 @@ std::optional<double> ParseNearTieRatio(const std::string& text) {
     if (used == text.size()) return value;
   } catch (const std::exception&) {
   }
-  throw Error(fmt::format("--near_tie_ratio: expected a number in (0, 1] or 'none', got '{}'", text));
+  throw Error(
+      fmt::format("--near_tie_ratio: expected a number in (0, 1] or 'none', got '{}'", text));
 }
 
 std::map<std::string, std::string> ReportSettings(const ExcludeArgs& a, const PickerOptions& o) {
@@ -121,9 +123,10 @@ int RunExclude(const ExcludeArgs& a) {
   for (const auto& warning : pick.warnings) log::Warn("{}", warning);
   for (const auto& warning : summary.warnings) log::Warn("{}", warning);
   if (result.calibration_source == "synthetic" && options.threshold) {
-    log::Warn("'{}' was scored on synthetic data: its scores are directional only, and an absolute "
-              "--threshold on them means little (prefer --coverage)",
-              a.scores_path);
+    log::Warn(
+        "'{}' was scored on synthetic data: its scores are directional only, and an absolute "
+        "--threshold on them means little (prefer --coverage)",
+        a.scores_path);
   }
 
   if (a.format == "list") {
@@ -169,24 +172,28 @@ Command RegisterExclude(CLI::App& app) {
       cmd->add_option("--threshold", a->threshold, "Exclude every target scoring above this");
   coverage->excludes(threshold);
   threshold->excludes(coverage);
-  cmd->add_option("--max_nodes", a->max_nodes, "Exclude at most this many targets (groups with --blocks)");
+  cmd->add_option("--max_nodes", a->max_nodes,
+                  "Exclude at most this many targets (groups with --blocks)");
   cmd->add_option("--min_score_floor", a->min_score_floor, "Never exclude a target scoring <= this")
       ->capture_default_str();
   cmd->add_option("--near_tie_ratio", a->near_tie_ratio,
                   "Warn when the first target left in scores >= this ratio of the last excluded "
                   "('none' silences)")
       ->capture_default_str();
-  cmd->add_option("--blocks", a->blocks_path,
-                  "JSON object {group: [regex, ...]}: rank and exclude whole groups (first match wins)");
+  cmd->add_option(
+      "--blocks", a->blocks_path,
+      "JSON object {group: [regex, ...]}: rank and exclude whole groups (first match wins)");
   cmd->add_option("--block_agg", a->block_agg, "Group score: sum | max | mean")
       ->check(CLI::IsMember({"sum", "max", "mean"}))
       ->capture_default_str();
-  cmd->add_option("--format", a->format,
-                  "list (one name a line) | cli (--nodes_to_exclude/--op_types_to_exclude ...) | json")
+  cmd->add_option(
+         "--format", a->format,
+         "list (one name a line) | cli (--nodes_to_exclude/--op_types_to_exclude ...) | json")
       ->check(CLI::IsMember({"list", "cli", "json"}))
       ->capture_default_str();
   cmd->add_option("--report", a->report_path, "Also write an HTML report here");
-  cmd->add_option("--log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
+  cmd->add_option("--log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR")
+      ->capture_default_str();
   return [a]() { return RunExclude(*a); };
 }
 

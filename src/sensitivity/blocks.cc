@@ -104,8 +104,9 @@ std::vector<RankedEntry> RankBlocks(
   std::vector<std::vector<std::pair<std::string, double>>> members(groups.size());
   std::vector<std::pair<std::string, double>> singletons;
   for (const auto& member : RankByScore(scores)) {
-    const auto group = std::find_if(groups.begin(), groups.end(),
-                                    [&](const CompiledGroup& g) { return Matches(g, member.first); });
+    const auto group = std::find_if(groups.begin(), groups.end(), [&](const CompiledGroup& g) {
+      return Matches(g, member.first);
+    });
     if (group == groups.end()) {
       singletons.push_back(member);
     } else {

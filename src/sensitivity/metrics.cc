@@ -115,9 +115,9 @@ void ScoreAccumulator::AddValue(size_t output, int64_t sample, double value) {
     has_[output].resize(index + 1, false);
   }
   if (has_[output][index]) {
-    throw Error(fmt::format("score accumulator: output {} of sample {} was compared twice", output,
-                            sample),
-                Error::Kind::kRuntime);
+    throw Error(
+        fmt::format("score accumulator: output {} of sample {} was compared twice", output, sample),
+        Error::Kind::kRuntime);
   }
   values_[output][index] = value;
   has_[output][index] = true;

@@ -2,7 +2,8 @@
 // output, for one sample. Both outputs are flattened and compared in float64:
 //   kl_div  KL(softmax(ref) || softmax(probe)), each softmax over the whole flattened output;
 //   mse     mean of (ref - probe)^2;
-//   cos     1 - cosine similarity; 1 when exactly one of the two is the zero vector, 0 when both are.
+//   cos     1 - cosine similarity; 1 when exactly one of the two is the zero vector, 0 when both
+//   are.
 // Every metric is >= 0 and 0 for identical outputs; higher means the probe changed more.
 // A non-finite value in either input gives a non-finite (or meaningless) result: the caller
 // checks std::isfinite on the score and reports the probe as failed.

@@ -1,4 +1,6 @@
 // SuggestExclusion (include/ptqkit/picker.h): validate, rank (targets or blocks), find the cut.
+#include "ptqkit/picker.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 #include <limits>
 
 #include "ptqkit/error.h"
-#include "ptqkit/picker.h"
 #include "sensitivity/blocks.h"
 #include "sensitivity/score_checks.h"
 
@@ -31,8 +32,8 @@ void ValidateOptions(const PickerOptions& o) {
     throw Error(fmt::format("min_score_floor must be a finite number, got {}", o.min_score_floor));
   }
   if (o.near_tie_ratio && !(*o.near_tie_ratio > 0.0 && *o.near_tie_ratio <= 1.0)) {
-    throw Error(fmt::format("near_tie_ratio must be in (0, 1] (or none), got {}",
-                            *o.near_tie_ratio));
+    throw Error(
+        fmt::format("near_tie_ratio must be in (0, 1] (or none), got {}", *o.near_tie_ratio));
   }
 }
 
@@ -67,14 +68,12 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
                             const PickerOptions& options) {
   ValidateOptions(options);
   PickResult result;
-  const std::map<std::string, double> checked =
-      sensitivity::CheckedScores(scores, result.warnings);
+  const std::map<std::string, double> checked = sensitivity::CheckedScores(scores, result.warnings);
   result.block_mode = !options.blocks.empty();
   if (result.block_mode) {
     result.block_agg = options.block_agg;
-    result.ranking = sensitivity::RankBlocks(checked, options.blocks,
-                                             sensitivity::ParseBlockAgg(options.block_agg),
-                                             result.warnings);
+    result.ranking = sensitivity::RankBlocks(
+        checked, options.blocks, sensitivity::ParseBlockAgg(options.block_agg), result.warnings);
   } else {
     sensitivity::ParseBlockAgg(options.block_agg);  // a typo is an error even when unused
     result.ranking = sensitivity::RankTargets(checked);
@@ -106,7 +105,8 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
   if (options.near_tie_ratio && result.cut > 0 && result.cut < ranking.size()) {
     const RankedEntry& last = ranking[result.cut - 1];
     const RankedEntry& next = ranking[result.cut];
-    if (next.score > options.min_score_floor && next.score >= *options.near_tie_ratio * last.score) {
+    if (next.score > options.min_score_floor &&
+        next.score >= *options.near_tie_ratio * last.score) {
       const double ratio = last.score > 0.0 ? next.score / last.score : 1.0;
       result.warnings.push_back(fmt::format(
           "near tie at the exclusion cut ({}): '{}' (first not excluded, {:.6g}) scores {:.4f} of "

@@ -31,8 +31,7 @@ Column MakeColumn(std::string header, const std::vector<RankedEntry>& ranking,
 
 std::string RenderBlockRanking(const PickResult& pick, const std::string& metric) {
   const std::vector<RankedEntry>& ranking = pick.ranking;
-  std::string out =
-      fmt::format("Block ranking ({}, sorted by {}_agg):\n", metric, pick.block_agg);
+  std::string out = fmt::format("Block ranking ({}, sorted by {}_agg):\n", metric, pick.block_agg);
   std::set<std::string> group_names;
   for (const auto& entry : ranking) {
     if (entry.is_block) group_names.insert(entry.name);
@@ -129,9 +128,10 @@ std::string RenderExcludeArgs(const std::vector<std::string>& excluded,
   } else if (granularity == "op_type") {
     option = "--op_types_to_exclude";
   } else {
-    throw Error(fmt::format("cannot write exclusion arguments for granularity '{}' (expected "
-                            "\"node\" or \"op_type\")",
-                            granularity));
+    throw Error(
+        fmt::format("cannot write exclusion arguments for granularity '{}' (expected "
+                    "\"node\" or \"op_type\")",
+                    granularity));
   }
   if (excluded.empty()) return "";
   std::string out = option;

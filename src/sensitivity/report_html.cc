@@ -49,12 +49,28 @@ std::string Escape(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
     const char c = text[i];
     switch (c) {
-      case '&': out += "&amp;"; ++i; continue;
-      case '<': out += "&lt;"; ++i; continue;
-      case '>': out += "&gt;"; ++i; continue;
-      case '"': out += "&quot;"; ++i; continue;
-      case '\'': out += "&#39;"; ++i; continue;
-      default: break;
+      case '&':
+        out += "&amp;";
+        ++i;
+        continue;
+      case '<':
+        out += "&lt;";
+        ++i;
+        continue;
+      case '>':
+        out += "&gt;";
+        ++i;
+        continue;
+      case '"':
+        out += "&quot;";
+        ++i;
+        continue;
+      case '\'':
+        out += "&#39;";
+        ++i;
+        continue;
+      default:
+        break;
     }
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') {
@@ -103,8 +119,8 @@ std::string BarChart(const std::vector<Bar>& bars, long cut, const std::string& 
     label_chars = std::max(label_chars, ShortLabel(bar.name, kMaxLabelBytes).size());
     max_score = std::max(max_score, bar.score);
   }
-  const double label_width = static_cast<double>(std::min<size_t>(label_chars, kMaxLabelBytes)) *
-                                 kCharWidth + 12.0;
+  const double label_width =
+      static_cast<double>(std::min<size_t>(label_chars, kMaxLabelBytes)) * kCharWidth + 12.0;
   const double value_width = 90.0;
   const double top = 8.0;
   const double width = label_width + kBarArea + value_width;
@@ -119,11 +135,11 @@ std::string BarChart(const std::vector<Bar>& bars, long cut, const std::string& 
     double bar_width = max_score > 0.0 ? bar.score / max_score * kBarArea : 0.0;
     if (bar.score > 0.0) bar_width = std::max(bar_width, 1.0);  // measured, however small
     out += fmt::format("<g class=\"{}\">", bar.selected ? "row excluded" : "row");
-    out += fmt::format("<title>{} = {}{}</title>", Escape(bar.name), fmt::format("{:.6g}", bar.score),
-                       bar.selected ? " (excluded)" : "");
-    out += fmt::format(
-        "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-        label_width - 6.0, y + 13.0, Escape(ShortLabel(bar.name, kMaxLabelBytes)));
+    out += fmt::format("<title>{} = {}{}</title>", Escape(bar.name),
+                       fmt::format("{:.6g}", bar.score), bar.selected ? " (excluded)" : "");
+    out +=
+        fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
+                    label_width - 6.0, y + 13.0, Escape(ShortLabel(bar.name, kMaxLabelBytes)));
     out += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" class=\"{}\" />",
         label_width, y + 3.0, bar_width, kRowHeight - 5.0, bar.selected ? "bar cut" : "bar");
@@ -162,7 +178,6 @@ h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #8a5a00; background: #fff6e0; padding: 6px 10px; }
 .chart text { font-size: 11px; font-family: sans-serif; }
 .chart .bar { fill: #5b8def; }
@@ -188,8 +203,9 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
   out += "<h1>Sensitivity scan</h1>\n";
   out += fmt::format("<p><code>{}</code></p>\n", Escape(result.onnx_path));
   if (result.calibration_source == "synthetic") {
-    out += "<p class=\"note\">Calibrated on synthetic data: the scores are directional only; do "
-           "not pair them with absolute thresholds.</p>\n";
+    out +=
+        "<p class=\"note\">Calibrated on synthetic data: the scores are directional only; do "
+        "not pair them with absolute thresholds.</p>\n";
   }
 
   out += "<h2>Run</h2>\n";
@@ -226,7 +242,8 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
     out += "<p>No target was scored.</p>\n";
   } else {
     out += fmt::format(
-        "<p>{} target(s), highest impact first; bar length is the score relative to the highest{}.</p>\n",
+        "<p>{} target(s), highest impact first; bar length is the score relative to the "
+        "highest{}.</p>\n",
         bars.size(), pick != nullptr ? "; red bars are excluded (kept in high precision)" : "");
     out += BarChart(bars, target_cut, cut_label,
                     fmt::format("Sensitivity ranking by {}", result.metric));
@@ -236,8 +253,8 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
     out += fmt::format("<h2>Block ranking (sorted by {}_agg)</h2>\n", Escape(pick->block_agg));
     std::vector<Bar> group_bars;
     std::string table = "<table>\n";
-    table += Row({"#", "group", "kind", "max_agg", "sum_agg", "mean_agg", "members", "excluded"},
-                 true);
+    table +=
+        Row({"#", "group", "kind", "max_agg", "sum_agg", "mean_agg", "members", "excluded"}, true);
     for (size_t i = 0; i < pick->ranking.size(); ++i) {
       const RankedEntry& e = pick->ranking[i];
       const std::string label = e.is_block ? e.name : e.name + " (node)";

@@ -18,9 +18,10 @@ using nlohmann::json;
 void RequireFinite(const std::map<std::string, double>& values, const char* field) {
   for (const auto& [name, value] : values) {
     if (!std::isfinite(value)) {
-      throw Error(fmt::format("sensitivity result: {} of '{}' is {}; only finite values can be "
-                              "written (a probe without a finite score belongs in \"failed\")",
-                              field, name, value));
+      throw Error(
+          fmt::format("sensitivity result: {} of '{}' is {}; only finite values can be "
+                      "written (a probe without a finite score belongs in \"failed\")",
+                      field, name, value));
     }
   }
 }
@@ -92,8 +93,8 @@ nlohmann::json ToJson(const SensitivityResult& result) {
 
 SensitivityResult FromJson(const nlohmann::json& json, const std::string& source) {
   if (!json.is_object()) {
-    throw Error(fmt::format("sensitivity scores '{}': expected a JSON object at the top level",
-                            source));
+    throw Error(
+        fmt::format("sensitivity scores '{}': expected a JSON object at the top level", source));
   }
   SensitivityResult r;
   r.onnx_path = StringField(json, "onnx_path", source);
@@ -126,7 +127,8 @@ SensitivityResult FromJson(const nlohmann::json& json, const std::string& source
   r.granularity = OneOf(json, "granularity", source, {"op_type", "node"});
   r.target_precision = StringField(json, "target_precision", source);
   if (json.contains("timings")) r.timings = NumberMap(json.at("timings"), "timings", source);
-  if (json.contains("ptqkit_version")) r.ptqkit_version = StringField(json, "ptqkit_version", source);
+  if (json.contains("ptqkit_version"))
+    r.ptqkit_version = StringField(json, "ptqkit_version", source);
   return r;
 }
 

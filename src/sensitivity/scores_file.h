@@ -19,20 +19,28 @@
 #include <utility>
 #include <vector>
 
-namespace ptqkit::sensitivity {
+// A public type (returned by ptqkit::ScoreSensitivity in ptqkit/sensitivity.h), hence in namespace
+// ptqkit; the functions on it are internal and live in ptqkit::sensitivity.
+namespace ptqkit {
 
 struct SensitivityResult {
   std::string onnx_path;
   std::map<std::string, double> scores;  // target -> score; higher = more sensitive
   std::vector<std::pair<std::string, std::string>> failed;  // (target, reason); never in scores
-  std::string calibration_source;  // "real" | "synthetic"
+  std::string calibration_source;                           // "real" | "synthetic"
   int64_t num_calibration_samples = 0;
-  std::string metric;            // "kl_div" | "mse" | "cos"
-  std::string granularity;       // "op_type" | "node"
-  std::string target_precision;  // "int8" | "fp8"
+  std::string metric;                     // "kl_div" | "mse" | "cos"
+  std::string granularity;                // "op_type" | "node"
+  std::string target_precision;           // "int8" | "fp8"
   std::map<std::string, double> timings;  // phase -> seconds
   std::string ptqkit_version;
 };
+
+}  // namespace ptqkit
+
+namespace ptqkit::sensitivity {
+
+using ::ptqkit::SensitivityResult;  // so sensitivity::SensitivityResult names it too
 
 // REQUIRES: every score and timing is finite (a probe without a finite score belongs in failed).
 // Throws ptqkit::Error naming the target otherwise.

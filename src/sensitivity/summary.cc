@@ -39,12 +39,14 @@ ExclusionSummary SummarizeExclusion(const std::map<std::string, double>& scores,
     return list;
   };
   if (!unknown.empty()) {
-    summary.warnings.push_back(fmt::format(
-        "{} excluded name(s) have no score and are not counted: {}", unknown.size(), quoted(unknown)));
+    summary.warnings.push_back(
+        fmt::format("{} excluded name(s) have no score and are not counted: {}", unknown.size(),
+                    quoted(unknown)));
   }
   if (!repeated.empty()) {
-    summary.warnings.push_back(fmt::format("{} excluded name(s) are given more than once and counted once: {}",
-                                           repeated.size(), quoted(repeated)));
+    summary.warnings.push_back(
+        fmt::format("{} excluded name(s) are given more than once and counted once: {}",
+                    repeated.size(), quoted(repeated)));
   }
   return summary;
 }
