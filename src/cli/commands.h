@@ -13,5 +13,6 @@ using Command = std::function<int()>;
 Command RegisterQuantize(CLI::App& app);
 Command RegisterInspect(CLI::App& app);
 Command RegisterExclude(CLI::App& app);
+Command RegisterSensitivity(CLI::App& app);
 
 }  // namespace ptqkit::cli

@@ -1,0 +1,47 @@
+// ScoreSensitivity(): ranks op types or single nodes by how much quantizing *only that target*
+// changes the model's graph outputs (DESIGN.md "Sensitivity scan and picker").
+//
+// Calibration happens once for all probes (the FP32 activation statistics do not depend on the
+// target), the FP32 reference outputs are computed once, and each probe is built in memory from
+// the shared scales. Targets whose probe inserts no Q/DQ or fails are reported under `failed`.
+// Reads the model and data only; writes nothing (the caller writes the JSON).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ptqkit/tensor.h"
+#include "sensitivity/scores_file.h"
+
+namespace ptqkit {
+
+struct SensitivityOptions {
+  std::string onnx_path;
+  std::string calibration_data_path;                        // none: synthetic data
+  const std::map<std::string, HostTensor>* calibration_tensors = nullptr;
+  int64_t num_calib_samples = 100;                          // synthetic samples (only without data)
+  uint64_t synthetic_seed = 0;
+  std::string granularity = "op_type";                      // op_type | node
+  std::string metric = "kl_div";                            // kl_div | mse | cos
+  std::string target_precision = "int8";                    // int8 | fp8
+  std::string calibration_method = "entropy";               // entropy | max
+  std::vector<std::string> op_types_scope;                  // empty: the default scope
+  std::map<std::string, std::vector<int64_t>> calibration_shapes;
+  int64_t calibration_batch_size = 0;
+  std::vector<std::string> calibration_eps = {"cpu"};
+  std::vector<std::string> trt_plugins;
+  int intra_op_num_threads = 0;
+  std::function<void(int64_t, int64_t)> progress;           // (probes done, probes total)
+};
+
+// Throws ptqkit::Error for bad options, model or data.
+sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& options);
+
+// The op types probed when no scope is given: present in the graph and quantizable, activation,
+// normalization or reduction ops; graph plumbing (Cast, Shape, Reshape, ...) is never probed.
+bool InDefaultSensitivityScope(const std::string& op_type);
+
+}  // namespace ptqkit

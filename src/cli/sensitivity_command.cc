@@ -1,0 +1,95 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/atomic_file.h"
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "ptqkit/calibration.h"
+#include "ptqkit/sensitivity.h"
+#include "sensitivity/ranking_text.h"
+#include "sensitivity/report_html.h"
+#include "sensitivity/scores_file.h"
+
+namespace ptqkit::cli {
+namespace {
+
+std::string DefaultJsonPath(const std::string& model) {
+  const std::filesystem::path p(model);
+  return (p.parent_path() / (p.stem().string() + ".sensitivity.json")).string();
+}
+
+}  // namespace
+
+Command RegisterSensitivity(CLI::App& app) {
+  auto* cmd = app.add_subcommand("sensitivity", "Rank op types or nodes by how much quantizing each alone changes the outputs");
+  auto o = std::make_shared<SensitivityOptions>();
+  auto data_path = std::make_shared<std::string>();
+  auto shapes = std::make_shared<std::string>();
+  auto output_json = std::make_shared<std::string>();
+  auto report = std::make_shared<std::string>();
+  auto show_zero = std::make_shared<bool>(false);
+  auto log_level = std::make_shared<std::string>("INFO");
+  auto log_file = std::make_shared<std::string>();
+
+  cmd->add_option("--onnx_path", o->onnx_path, "FP32 ONNX model (never modified)")->required();
+  cmd->add_option("--calibration_data_path", *data_path, ".npy / .npz / folder; none = synthetic (directional only)");
+  cmd->add_option("--granularity", o->granularity, "op_type | node")->capture_default_str();
+  cmd->add_option("--metric", o->metric, "kl_div | mse | cos")->capture_default_str();
+  cmd->add_option("--target_precision", o->target_precision, "int8 (fp8: not in this version)")->capture_default_str();
+  cmd->add_option("--calibration_method", o->calibration_method, "entropy | max")->capture_default_str();
+  cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
+  cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")->capture_default_str();
+  cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");
+  cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)");
+  cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
+  cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--output_json", *output_json, "Scores file (default: <model>.sensitivity.json beside the model)");
+  cmd->add_option("--report", *report, "Also write a self-contained HTML report here");
+  cmd->add_flag("--show_zero_scores", *show_zero, "List targets whose score is 0 too");
+  cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
+  cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
+
+  return [=]() {
+    log::SetLevel(log::ParseLevel(*log_level));
+    if (!log_file->empty()) log::SetFile(*log_file);
+    o->calibration_data_path = *data_path;
+    if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
+    const std::string json_path = output_json->empty() ? DefaultJsonPath(o->onnx_path) : *output_json;
+    sensitivity::SensitivityResult result;
+    {
+      ProgressBar bar("probing");
+      o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+      result = ScoreSensitivity(*o);
+      o->progress = nullptr;
+    }
+    // Write both files only once both are rendered, so an error leaves neither behind.
+    AtomicFileWriter json_writer, html_writer;
+    json_writer.Stage(json_path, sensitivity::SerializeResult(result));
+    if (!report->empty()) {
+      const std::map<std::string, std::string> settings = {
+          {"onnx_path", o->onnx_path},
+          {"calibration_data_path", data_path->empty() ? "(synthetic)" : *data_path},
+          {"granularity", o->granularity},
+          {"metric", o->metric},
+          {"target_precision", o->target_precision},
+          {"calibration_method", o->calibration_method}};
+      html_writer.Stage(*report, sensitivity::RenderHtmlReport(result, nullptr, settings));
+    }
+    json_writer.Commit();
+    html_writer.Commit();
+    if (result.calibration_source == "synthetic") {
+      log::Warn("scores come from synthetic inputs: they are directional only; do not pair them with absolute thresholds");
+    }
+    fmt::print("{}", sensitivity::RenderRanking(result, *show_zero));
+    for (const auto& [target, reason] : result.failed) fmt::print("  failed: {}: {}\n", target, reason);
+    fmt::print("Wrote {}\n", json_path);
+    if (!report->empty()) fmt::print("Wrote {}\n", *report);
+    return 0;
+  };
+}
+
+}  // namespace ptqkit::cli
