@@ -7,6 +7,7 @@
 #include "calib/method.h"
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
+#include "onnx/model_prep.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
 #include "ptqkit/error.h"
@@ -52,6 +53,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
   if (o.granularity == "op_type") {
     for (const auto& t : types) {
       PlacementOptions p;
+      p.fp8 = o.target_precision == "fp8";
       p.op_types_to_quantize = {t};
       probes.push_back({t, PlanPlacement(g, p)});
     }
@@ -60,6 +62,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
     for (int i = 0; i < g.num_nodes(); ++i) {
       if (!in_scope.count(g.node(i).op_type())) continue;
       PlacementOptions p;
+      p.fp8 = o.target_precision == "fp8";
       p.nodes_to_quantize = {g.node(i).name()};  // an exact name selects that node only
       probes.push_back({g.node(i).name(), PlanPlacement(g, p)});
     }
@@ -108,11 +111,7 @@ void CheckOptions(const SensitivityOptions& o) {
   if (o.granularity != "op_type" && o.granularity != "node") {
     throw Error(fmt::format("unknown --granularity '{}' (expected op_type or node)", o.granularity));
   }
-  if (o.target_precision != "int8") {
-    if (o.target_precision == "fp8") {
-      throw Error("--target_precision fp8 is not implemented yet in this version of ptqkit (int8 is)",
-                  Error::Kind::kUnsupported);
-    }
+  if (o.target_precision != "int8" && o.target_precision != "fp8") {
     throw Error(fmt::format("unknown --target_precision '{}' (expected int8 or fp8)", o.target_precision));
   }
   if (o.calibration_method != "entropy" && o.calibration_method != "max") {
@@ -147,6 +146,8 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   const calib::Method method = calib::ParseMethod(o.calibration_method);
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  const bool fp8 = o.target_precision == "fp8";
+  if (fp8) onnxio::UpgradeOpset(&prepared.proto, 19);  // FP8 Q/DQ need opset 19
   const onnx::ModelProto& model = prepared.proto;
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,
                       o.calibration_shapes, o.calibration_batch_size};
@@ -198,10 +199,14 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
       try {
         const std::map<std::string, float> probe_amax = PlanRanges(p.plan, amax);
         onnx::ModelProto probe_model = model;
-        InsertQdq(&probe_model, p.plan, probe_amax, {});
+        RewriteOptions rewrite;
+        rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+        InsertQdq(&probe_model, p.plan, probe_amax, rewrite);
         std::string bytes;
         probe_model.SerializeToString(&bytes);
-        InferenceSession session(bytes, runtime);
+        RuntimeOptions probe_runtime = runtime;
+        probe_runtime.basic_optimizations_only = fp8;
+        InferenceSession session(bytes, probe_runtime);
         const BatchOutputs outputs = RunAll(session, data);
         result.scores[p.target] = Compare(metric, reference, outputs, data.batch_size, captured.num_samples);
       } catch (const std::exception& e) {

@@ -50,6 +50,7 @@ InferenceSession::InferenceSession(const std::string& model_bytes, const Runtime
     if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
     so.SetInterOpNumThreads(1);
     so.SetExecutionMode(ORT_SEQUENTIAL);
+    if (options.basic_optimizations_only) so.SetGraphOptimizationLevel(ORT_ENABLE_BASIC);
     for (const auto& ep : options.execution_providers) {
       CheckExecutionProviderName(ep);
       if (ep == "cpu") {

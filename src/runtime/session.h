@@ -21,6 +21,9 @@ struct RuntimeOptions {
   std::vector<std::string> execution_providers = {"cpu"};  // --calibration_eps
   std::vector<std::string> trt_plugins;                      // --trt_plugins (TensorRT EP only)
   int intra_op_threads = 0;                                  // 0 = ONNX Runtime's default
+  // Only ONNX Runtime's basic graph optimizations. Needed for FP8 Q/DQ models on the CPU provider:
+  // its extended-level fusions (seen in 1.30 and 1.32) compute wrong results on them.
+  bool basic_optimizations_only = false;
 };
 
 // Parses and checks an EP name; throws ptqkit::Error for anything but cpu, cuda[:N], trt.
