@@ -16,6 +16,7 @@
 #include "pipeline/prepared_model.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
+#include "quant/fp16_conversion.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -39,12 +40,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     }
     throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
   }
-  if (o.high_precision_dtype != "fp32") {
-    if (o.high_precision_dtype == "fp16" || o.high_precision_dtype == "bf16") {
-      throw Error(fmt::format("--high_precision_dtype {} is not implemented yet in this version of ptqkit (fp32 is)",
-                              o.high_precision_dtype),
-                  Error::Kind::kUnsupported);
-    }
+  if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
     throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));
   }
   if (!(o.percentile > 0.0 && o.percentile <= 100.0)) {
@@ -139,6 +135,15 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
   const RewriteStats stats = InsertQdq(&model, plan, amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
+
+  if (o.high_precision_dtype != "fp32") {
+    LowPrecisionOptions low;
+    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
+    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
+    low.direct_io_types = o.direct_io_types;
+    ConvertToLowPrecision(&model, low);
+    report.output_opset = onnxio::DefaultOpset(model);
+  }
 
   onnxio::SaveOptions save;
   save.external_data = o.use_external_data_format;

@@ -10,6 +10,8 @@
 #include "onnx/model_prep.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
+#include "pipeline/probe_cut.h"
+#include "pipeline/probe_merge.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "quant/placement.h"
@@ -27,9 +29,6 @@ struct Probe {
   std::string target;
   Placement plan;
 };
-
-// Outputs of the FP32 model for every calibration batch, kept for comparison with each probe.
-using BatchOutputs = std::vector<std::vector<HostTensor>>;
 
 std::vector<std::string> ScopeOpTypes(const GraphIndex& g, const std::vector<std::string>& scope) {
   std::set<std::string> present;
@@ -70,41 +69,141 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
   return probes;
 }
 
-BatchOutputs RunAll(InferenceSession& session, const CalibrationData& data) {
-  BatchOutputs outputs;
-  for (int64_t b = 0; b < data.num_batches; ++b) {
-    outputs.push_back(session.Run(data.set.ReadBatch(b, data.batch_size), session.output_names()));
-  }
-  return outputs;
+// Batches the FP32 reference and the probes are evaluated on. Calibration batches are the user's
+// choice; evaluation only needs the same samples, so a dynamic-batch model is evaluated in larger
+// batches (fewer ONNX Runtime calls), a fixed-batch model in its own batch.
+struct EvalBatches {
+  int64_t batch_size = 1;
+  int64_t count = 0;
+  int64_t samples = 0;
+};
+
+constexpr int64_t kEvalBatchForDynamicModels = 16;
+// FP32 activations cached for probe sub-graphs; above this the scan runs whole-model probes.
+constexpr size_t kMaxCachedActivationBytes = size_t{2} << 30;
+
+EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData& data, int64_t samples) {
+  bool dynamic = true;
+  for (const auto& in : model.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
+  EvalBatches e;
+  e.samples = samples;
+  e.batch_size = dynamic ? std::min(kEvalBatchForDynamicModels, samples) : data.batch_size;
+  e.count = (samples + e.batch_size - 1) / e.batch_size;
+  return e;
 }
 
-// Sum over graph outputs of the mean over samples of the metric. A batch output whose axis 0
-// equals the batch's sample count is split per sample; otherwise it counts as one sample.
-double Compare(sensitivity::Metric metric, const BatchOutputs& ref, const BatchOutputs& probe, int64_t batch_size,
-               int64_t num_samples) {
-  std::vector<double> sum(ref.empty() ? 0 : ref[0].size(), 0.0);
-  std::vector<int64_t> count(sum.size(), 0);
-  for (size_t b = 0; b < ref.size(); ++b) {
-    const int64_t rows = std::min<int64_t>(batch_size, num_samples - static_cast<int64_t>(b) * batch_size);
-    for (size_t k = 0; k < ref[b].size(); ++k) {
-      const HostTensor& r = ref[b][k];
-      const HostTensor& p = probe[b][k];
-      if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) continue;  // only float outputs are compared
-      const int64_t n = r.NumElements();
-      const int64_t samples = (!r.shape.empty() && r.shape[0] == rows && rows > 0) ? rows : 1;
-      const int64_t per = n / samples;
-      for (int64_t s = 0; s < samples; ++s) {
-        sum[k] += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per,
-                                             static_cast<size_t>(per));
-        ++count[k];
+// FP32 values per evaluation batch: graph outputs (for comparison) and, when they fit in memory,
+// every tensor some probe's sub-graph reads at its boundary.
+struct Reference {
+  std::vector<std::string> output_names;
+  std::vector<std::map<std::string, HostTensor>> batches;  // per batch: tensor -> value
+  std::map<std::string, BoundaryType> types;
+  bool has_boundaries = false;
+};
+
+Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
+                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime) {
+  Reference ref;
+  for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
+  std::set<std::string> graph_inputs;
+  for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
+  onnx::ModelProto exposed = model;
+  std::vector<std::string> wanted = ref.output_names;
+  for (const auto& t : boundaries) {
+    if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
+    exposed.mutable_graph()->add_output()->set_name(t);
+    wanted.push_back(t);
+  }
+  std::string bytes;
+  exposed.SerializeToString(&bytes);
+  InferenceSession session(bytes, runtime);
+  ref.has_boundaries = true;
+  size_t cached = 0;
+  for (int64_t b = 0; b < eval.count; ++b) {
+    Batch batch = set.ReadBatch(b, eval.batch_size);
+    std::map<std::string, HostTensor> values;
+    const auto outputs = session.Run(batch, wanted);
+    for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = outputs[k];
+    for (auto& [name, t] : batch) values[name] = std::move(t);
+    for (const auto& [name, t] : values) {
+      cached += t.bytes.size();
+      ref.types[name] = {t.dtype, t.shape.size()};
+    }
+    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > kMaxCachedActivationBytes) {
+      log::Info("sensitivity: FP32 activations would need more than {} GiB; probes run the whole model",
+                kMaxCachedActivationBytes >> 30);
+      ref.has_boundaries = false;
+    }
+    if (!ref.has_boundaries) {
+      std::map<std::string, HostTensor> kept;
+      for (const auto& name : ref.output_names) kept[name] = std::move(values[name]);
+      values = std::move(kept);
+      for (auto& earlier : ref.batches) {
+        std::map<std::string, HostTensor> trimmed;
+        for (const auto& name : ref.output_names) trimmed[name] = std::move(earlier[name]);
+        earlier = std::move(trimmed);
       }
     }
+    ref.batches.push_back(std::move(values));
   }
+  return ref;
+}
+
+// Sum over graph outputs of the mean over samples of the metric. An output the probe does not
+// reach equals the reference and contributes 0. Each output's axis 0 is the sample axis when it
+// has one row per sample of the batch; otherwise the whole output counts as one sample.
+double Score(sensitivity::Metric metric, const Reference& ref, const std::vector<std::map<std::string, HostTensor>>& probe,
+             const EvalBatches& eval) {
   double total = 0.0;
-  for (size_t k = 0; k < sum.size(); ++k)
-    if (count[k]) total += sum[k] / static_cast<double>(count[k]);
+  for (const auto& name : ref.output_names) {
+    if (probe.empty() || !probe[0].count(name)) continue;
+    double sum = 0.0;
+    int64_t count = 0;
+    for (size_t b = 0; b < ref.batches.size(); ++b) {
+      const HostTensor& r = ref.batches[b].at(name);
+      const HostTensor& p = probe[b].at(name);
+      if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) break;  // only float outputs are compared
+      const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
+      const int64_t samples = (!r.shape.empty() && r.shape[0] == rows) ? rows : 1;
+      const int64_t per = r.NumElements() / samples;
+      for (int64_t s = 0; s < samples; ++s, ++count) {
+        sum += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per, static_cast<size_t>(per));
+      }
+    }
+    if (count) total += sum / static_cast<double>(count);
+  }
   return total;
 }
+
+using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
+
+// Runs `model` on every evaluation batch (inputs from the reference cache) and returns the values
+// of `outputs`, renamed to `names` (same length).
+ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime) {
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  InferenceSession session(bytes, runtime);
+  ProbeOutputs results;
+  for (const auto& batch : ref.batches) {
+    Batch feeds;
+    for (const auto& name : session.input_names()) feeds[name] = batch.at(name);
+    auto values = session.Run(feeds, outputs);
+    std::map<std::string, HostTensor> named;
+    for (size_t k = 0; k < outputs.size(); ++k) named[names[k]] = std::move(values[k]);
+    results.push_back(std::move(named));
+  }
+  return results;
+}
+
+// Probes waiting to be evaluated together in one merged session.
+struct PendingProbe {
+  size_t probe;
+  onnx::ModelProto submodel;
+  std::vector<std::string> outputs;  // graph outputs of the original model it recomputes
+};
+
+constexpr size_t kProbesPerSession = 16;
 
 void CheckOptions(const SensitivityOptions& o) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
@@ -151,6 +250,11 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   const onnx::ModelProto& model = prepared.proto;
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,
                       o.calibration_shapes, o.calibration_batch_size};
+  // Statistics do not depend on the batch size (exact merging), so a dynamic-batch model is
+  // calibrated in evaluation-sized batches unless the user chose a batch size.
+  bool dynamic = true;
+  for (const auto& in : prepared.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
+  if (dynamic && request.batch_size == 0 && request.shapes.empty()) request.batch_size = kEvalBatchForDynamicModels;
   const CalibrationData data = OpenCalibrationData(prepared, request);
   const RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
 
@@ -175,10 +279,13 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   const double calibration_s = Since(calib_start);
 
   const auto ref_start = Clock::now();
-  std::string fp32_bytes;
-  model.SerializeToString(&fp32_bytes);
-  InferenceSession fp32(fp32_bytes, runtime);
-  const BatchOutputs reference = RunAll(fp32, data);
+  const EvalBatches eval = ChooseEvalBatches(prepared, data, captured.num_samples);
+  std::set<std::string> boundaries;
+  for (const auto& p : probes) {
+    if (p.plan.tensors.empty()) continue;
+    for (const auto& t : ComputeProbeCut(index, p.plan).boundary) boundaries.insert(t);
+  }
+  const Reference ref_data = RunReference(model, data.set, eval, boundaries, runtime);
   const double reference_s = Since(ref_start);
 
   sensitivity::SensitivityResult result;
@@ -191,33 +298,96 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   result.ptqkit_version = "0.1.0";
 
   const auto probes_start = Clock::now();
+  std::set<std::string> original_initializers;
+  for (const auto& t : model.graph().initializer()) original_initializers.insert(t.name());
+  RuntimeOptions probe_runtime = runtime;
+  probe_runtime.basic_optimizations_only = fp8;
+  int64_t done = 0;
+  const auto report_progress = [&] {
+    if (o.progress) o.progress(++done, static_cast<int64_t>(probes.size()));
+  };
+  const auto fail = [&](size_t i, const std::string& why) {
+    result.failed.emplace_back(probes[i].target, why);
+    report_progress();
+  };
+  std::vector<PendingProbe> pending;
+  double probe_run_s = 0.0;  // ONNX Runtime time of merged probe sessions (the rest is graph building)
+  // Evaluates the pending probes in one merged session; if that fails, one by one, so a failure
+  // is attributed to the probe that caused it.
+  const auto flush = [&] {
+    if (pending.empty()) return;
+    std::vector<onnx::ModelProto> subs;
+    for (const auto& p : pending) subs.push_back(p.submodel);
+    const MergedProbes merged = MergeProbes(subs, original_initializers);
+    std::vector<std::string> merged_outputs, original_names;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      for (size_t j = 0; j < pending[k].outputs.size(); ++j) {
+        merged_outputs.push_back(merged.outputs[k][j]);
+        original_names.push_back(merged.outputs[k][j]);
+      }
+    }
+    const auto run_start = Clock::now();
+    struct AddTime {
+      double& total;
+      Clock::time_point start;
+      ~AddTime() { total += Since(start); }
+    } timer{probe_run_s, run_start};
+    try {
+      const ProbeOutputs all = RunOnReference(merged.model, merged_outputs, original_names, ref_data, probe_runtime);
+      for (size_t k = 0; k < pending.size(); ++k) {
+        ProbeOutputs mine(all.size());
+        for (size_t b = 0; b < all.size(); ++b)
+          for (size_t j = 0; j < pending[k].outputs.size(); ++j) mine[b][pending[k].outputs[j]] = all[b].at(merged.outputs[k][j]);
+        result.scores[probes[pending[k].probe].target] = Score(metric, ref_data, mine, eval);
+        report_progress();
+      }
+    } catch (const std::exception&) {
+      for (const auto& p : pending) {
+        try {
+          const ProbeOutputs mine = RunOnReference(p.submodel, p.outputs, p.outputs, ref_data, probe_runtime);
+          result.scores[probes[p.probe].target] = Score(metric, ref_data, mine, eval);
+          report_progress();
+        } catch (const std::exception& e) {
+          fail(p.probe, e.what());
+        }
+      }
+    }
+    pending.clear();
+  };
   for (size_t i = 0; i < probes.size(); ++i) {
     const Probe& p = probes[i];
     if (p.plan.tensors.empty()) {
-      result.failed.emplace_back(p.target, "probe inserts no Q/DQ (no quantizable float input)");
-    } else {
-      try {
-        const std::map<std::string, float> probe_amax = PlanRanges(p.plan, amax);
-        onnx::ModelProto probe_model = model;
-        RewriteOptions rewrite;
-        rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-        InsertQdq(&probe_model, p.plan, probe_amax, rewrite);
-        std::string bytes;
-        probe_model.SerializeToString(&bytes);
-        RuntimeOptions probe_runtime = runtime;
-        probe_runtime.basic_optimizations_only = fp8;
-        InferenceSession session(bytes, probe_runtime);
-        const BatchOutputs outputs = RunAll(session, data);
-        result.scores[p.target] = Compare(metric, reference, outputs, data.batch_size, captured.num_samples);
-      } catch (const std::exception& e) {
-        result.failed.emplace_back(p.target, e.what());
-      }
+      fail(i, "probe inserts no Q/DQ (no quantizable float input)");
+      continue;
     }
-    if (o.progress) o.progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(probes.size()));
+    try {
+      onnx::ModelProto rewritten = model;
+      RewriteOptions rewrite;
+      rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+      InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
+      if (!ref_data.has_boundaries) {
+        const ProbeOutputs outputs = RunOnReference(rewritten, ref_data.output_names, ref_data.output_names, ref_data, probe_runtime);
+        result.scores[p.target] = Score(metric, ref_data, outputs, eval);
+        report_progress();
+        continue;
+      }
+      const ProbeCut cut = ComputeProbeCut(index, p.plan);
+      if (cut.outputs.empty()) {  // reaches no graph output: identical to FP32
+        result.scores[p.target] = 0.0;
+        report_progress();
+        continue;
+      }
+      pending.push_back({i, BuildProbeSubmodel(rewritten, cut, ref_data.types), cut.outputs});
+    } catch (const std::exception& e) {
+      fail(i, e.what());
+    }
+    if (pending.size() >= kProbesPerSession) flush();
   }
+  flush();
   result.timings["calibration_s"] = calibration_s;
   result.timings["reference_s"] = reference_s;
   result.timings["probes_s"] = Since(probes_start);
+  result.timings["probes_onnxruntime_s"] = probe_run_s;
   result.timings["total_s"] = Since(start);
   return result;
 }

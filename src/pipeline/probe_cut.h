@@ -1,0 +1,43 @@
+// ProbeCut: the part of a model that one sensitivity probe actually changes.
+//
+// A probe inserts Q/DQ only in front of its target nodes, so every node that is neither a target
+// nor downstream of one computes exactly its FP32 value. The scan therefore runs, per probe, only
+// the affected sub-graph, fed at its boundary with FP32 activations cached once by the reference
+// pass. The probe's outputs are unchanged where the sub-graph does not reach (their metric is 0).
+// Pure functions over the graph; no state.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "onnx/graph_index.h"
+#include "ptqkit/tensor.h"
+#include "quant/placement.h"
+
+namespace ptqkit {
+
+struct ProbeCut {
+  std::set<int> affected;             // target nodes and everything downstream of them
+  std::vector<std::string> boundary;  // run-time tensors the affected nodes read from outside (sorted)
+  std::vector<std::string> outputs;   // graph outputs produced by affected nodes (graph order)
+};
+
+// REQUIRES: `plan` was made on `graph`.
+ProbeCut ComputeProbeCut(const GraphIndex& graph, const Placement& plan);
+
+struct BoundaryType {
+  DataType dtype = DataType::kFloat;
+  size_t rank = 0;
+};
+
+// The sub-model computing `cut.outputs` from `cut.boundary`: `rewritten` is the whole model after
+// InsertQdq for the probe's plan; boundary tensors become graph inputs (typed from `types`, axis 0
+// dynamic), unused initializers are dropped. Throws ptqkit::Error if a boundary type is missing.
+onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const ProbeCut& cut,
+                                    const std::map<std::string, BoundaryType>& types);
+
+}  // namespace ptqkit
