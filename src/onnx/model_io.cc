@@ -60,7 +60,7 @@ void LoadExternal(onnx::TensorProto* tensor, const fs::path& model_dir) {
   }
   tensor->set_raw_data(ReadRange(model_dir / rel, offset, length, tensor->name()));
   tensor->clear_external_data();
-  tensor->set_data_location(onnx::TensorProto::DEFAULT);
+  tensor->clear_data_location();  // absent, as in a model saved without external data
 }
 
 void LoadExternalInGraph(onnx::GraphProto* graph, const fs::path& dir) {
