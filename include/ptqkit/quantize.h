@@ -45,7 +45,9 @@ struct QuantizeOptions {
   std::vector<std::string> nodes_to_exclude;
 
   bool dq_only = false;
-  std::string high_precision_dtype = "fp32";
+  std::string high_precision_dtype = "fp32";  // fp32 | fp16 | bf16 (everything not quantized)
+  std::vector<std::string> op_types_to_exclude_fp16;  // fp16/bf16: op types kept in float32
+  bool direct_io_types = false;  // fp16/bf16: graph inputs/outputs change type (no boundary Casts)
   bool use_external_data_format = false;
 
   std::string save_calibration_cache;  // write the CalibrationTable JSON here

@@ -66,8 +66,13 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
                   "Keep these nodes in float: exact names, or regexes matched from the start of the name");
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
-  cmd->add_option("--high_precision_dtype", o->high_precision_dtype, "fp32 (fp16/bf16: not in this version)")
+  cmd->add_option("--high_precision_dtype", o->high_precision_dtype,
+                  "fp32 | fp16 | bf16: type of everything not quantized (graph I/O keep their type via Casts)")
       ->capture_default_str();
+  cmd->add_option("--op_types_to_exclude_fp16", o->op_types_to_exclude_fp16,
+                  "With fp16/bf16: keep these op types in float32 (Casts around them)");
+  cmd->add_flag("--direct_io_types", o->direct_io_types,
+                "With fp16/bf16: change the graph inputs/outputs to that type instead of adding Casts");
   cmd->add_flag("--use_external_data_format", o->use_external_data_format, "Write weights to <output>.data");
   cmd->add_option("--save_calibration_cache", o->save_calibration_cache, "Write the calibration table (JSON) here");
   cmd->add_option("--calibration_cache", o->calibration_cache, "Read the calibration table (JSON) instead of calibrating");
