@@ -40,8 +40,23 @@ ProbeCut ComputeProbeCut(const GraphIndex& g, const Placement& plan) {
   return cut;
 }
 
-onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const ProbeCut& cut,
-                                    const std::map<std::string, BoundaryType>& types) {
+onnx::ModelProto WithoutInitializers(const onnx::ModelProto& model) {
+  onnx::ModelProto copy;
+  copy.CopyFrom(model);  // initializers are cleared right after; graph nodes are small
+  copy.mutable_graph()->clear_initializer();
+  return copy;
+}
+
+void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model) {
+  std::set<std::string> weights;
+  for (const auto& t : plan.tensors)
+    if (t.is_weight) weights.insert(t.tensor);
+  for (const auto& t : original.initializer())
+    if (weights.count(t.name())) *model->mutable_graph()->add_initializer() = t;
+}
+
+onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onnx::GraphProto& original,
+                                    const ProbeCut& cut, const std::map<std::string, BoundaryType>& types) {
   const onnx::GraphProto& full = rewritten.graph();
   GraphIndex g(full);
   const std::set<std::string> boundary(cut.boundary.begin(), cut.boundary.end());
@@ -77,8 +92,12 @@ onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const Pro
   graph->set_name(full.name() + "_probe");
   for (int i = 0; i < full.node_size(); ++i)
     if (keep.count(i)) *graph->add_node() = full.node(i);
-  for (const auto& t : full.initializer())
-    if (used_initializers.count(t.name())) *graph->add_initializer() = t;
+  std::set<std::string> copied;
+  for (const auto* source : {&full, &original}) {
+    for (const auto& t : source->initializer()) {
+      if (used_initializers.count(t.name()) && copied.insert(t.name()).second) *graph->add_initializer() = t;
+    }
+  }
   for (const auto& name : cut.boundary) {
     auto it = types.find(name);
     if (it == types.end()) throw Error(fmt::format("probe sub-model: no type for boundary tensor '{}'", name));

@@ -34,10 +34,17 @@ struct BoundaryType {
   size_t rank = 0;
 };
 
-// The sub-model computing `cut.outputs` from `cut.boundary`: `rewritten` is the whole model after
-// InsertQdq for the probe's plan; boundary tensors become graph inputs (typed from `types`, axis 0
-// dynamic), unused initializers are dropped. Throws ptqkit::Error if a boundary type is missing.
-onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const ProbeCut& cut,
-                                    const std::map<std::string, BoundaryType>& types);
+// The sub-model computing `cut.outputs` from `cut.boundary`: `rewritten` is the model's graph after
+// InsertQdq for the probe's plan. Its initializers may be limited to the ones the rewrite needed
+// (the plan's weights and the new scales): any other initializer the sub-graph reads is copied from
+// `original`, so a scan never copies the whole model per probe. Boundary tensors become graph
+// inputs (typed from `types`, dims unknown). Throws ptqkit::Error if a boundary type is missing.
+onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onnx::GraphProto& original,
+                                    const ProbeCut& cut, const std::map<std::string, BoundaryType>& types);
+
+// A copy of `model` whose graph has no initializers (the cheap base of each probe's rewrite).
+onnx::ModelProto WithoutInitializers(const onnx::ModelProto& model);
+// Adds to `model` the initializers of `original` that the plan quantizes as weights.
+void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model);
 
 }  // namespace ptqkit

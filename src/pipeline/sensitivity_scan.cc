@@ -298,6 +298,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   result.ptqkit_version = "0.1.0";
 
   const auto probes_start = Clock::now();
+  const onnx::ModelProto skeleton = WithoutInitializers(model);
   std::set<std::string> original_initializers;
   for (const auto& t : model.graph().initializer()) original_initializers.insert(t.name());
   RuntimeOptions probe_runtime = runtime;
@@ -361,11 +362,12 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
       continue;
     }
     try {
-      onnx::ModelProto rewritten = model;
       RewriteOptions rewrite;
       rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-      InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
+      rewrite.reserved_names = &original_initializers;
       if (!ref_data.has_boundaries) {
+        onnx::ModelProto rewritten = model;
+        InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
         const ProbeOutputs outputs = RunOnReference(rewritten, ref_data.output_names, ref_data.output_names, ref_data, probe_runtime);
         result.scores[p.target] = Score(metric, ref_data, outputs, eval);
         report_progress();
@@ -377,7 +379,10 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
         report_progress();
         continue;
       }
-      pending.push_back({i, BuildProbeSubmodel(rewritten, cut, ref_data.types), cut.outputs});
+      onnx::ModelProto rewritten = skeleton;
+      AddPlanWeights(p.plan, model.graph(), &rewritten);
+      InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
+      pending.push_back({i, BuildProbeSubmodel(rewritten, model.graph(), cut, ref_data.types), cut.outputs});
     } catch (const std::exception& e) {
       fail(i, e.what());
     }

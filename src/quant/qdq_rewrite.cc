@@ -21,6 +21,7 @@ class Rewriter {
         fp8_(options.format == QuantFormat::kFloat8E4M3FN),
         qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax) {
     for (const auto& t : graph_->initializer()) names_.insert(t.name());
+    if (options.reserved_names) names_.insert(options.reserved_names->begin(), options.reserved_names->end());
     for (const auto& v : graph_->input()) names_.insert(v.name());
     for (const auto& n : graph_->node()) {
       names_.insert(n.name());

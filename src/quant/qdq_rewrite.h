@@ -11,6 +11,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "quant/placement.h"
@@ -24,6 +25,9 @@ struct RewriteOptions {
   // INT8: scale = amax/127, int8 zero points. FP8: scale = amax/448 (the whole E4M3FN grid, not
   // ModelOpt's amax*448/127^2), FLOAT8E4M3FN zero points; REQUIRES opset >= 19.
   QuantFormat format = QuantFormat::kInt8;
+  // Names new tensors must also avoid, when the graph rewritten is a part of a larger one (the
+  // sensitivity scan rewrites a copy without most initializers).
+  const std::set<std::string>* reserved_names = nullptr;
 };
 
 struct RewriteStats {
