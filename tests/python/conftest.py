@@ -171,3 +171,35 @@ def small_cnn_calib(calib) -> Path:
 
 def pytest_configure(config):
     np.set_printoptions(precision=4, suppress=True)
+
+
+# ---- sensitivity scan and picker (test_sensitivity.py, test_exclude.py) -----------------------
+@pytest.fixture(scope="session")
+def outlier_mlp(gen_dir) -> Path:
+    """MLP whose first Gemm reads an input with one ~2000x outlier feature (models.make_outlier_mlp)."""
+    path = gen_dir / "outlier_mlp.onnx"
+    models.make_outlier_mlp(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def outlier_calib(gen_dir) -> Path:
+    """32 calibration samples of the outlier MLP (CALIB_SEED), as one .npy."""
+    path = gen_dir / "calib_outlier_mlp_32.npy"
+    np.save(path, models.outlier_mlp_data(32, models.CALIB_SEED)[0])
+    return path
+
+
+@pytest.fixture(scope="session")
+def outlier_eval():
+    """Held-out (EVAL_SEED) inputs and labels of the outlier MLP: never used for calibration."""
+    return models.outlier_mlp_data(256, models.EVAL_SEED)
+
+
+@pytest.fixture(scope="session")
+def grid_input(gen_dir):
+    """(model, calibration .npy) where one node's probe is exactly lossless (models.make_grid_input_model)."""
+    model, data = gen_dir / "grid_input.onnx", gen_dir / "calib_grid_input_16.npy"
+    models.make_grid_input_model(model)
+    np.save(data, models.grid_input_data(16, models.CALIB_SEED))
+    return model, data
