@@ -30,6 +30,11 @@ void AtomicFileWriter::Stage(const std::string& path, std::string_view bytes) {
   if (fs::is_directory(target, ec)) {
     throw Error(fmt::format("cannot write '{}': it is a directory", path), Error::Kind::kIo);
   }
+  // The final rename would replace whatever is there: never a pipe, device or socket (think of
+  // /dev/null when running as root).
+  if (fs::exists(target, ec) && !fs::is_regular_file(target, ec)) {
+    throw Error(fmt::format("cannot write '{}': it exists and is not a regular file", path), Error::Kind::kIo);
+  }
   std::string temp = (dir / fmt::format(".{}.tmp-XXXXXX", target.filename().string())).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::calib {
@@ -31,24 +32,9 @@ void CalibrationTable::Save(const std::string& path) const {
       {"format", kFormat}, {"version", kVersion}, {"CalibrationTable", std::move(entries)}};
   const std::string text = json.dump(1) + "\n";
 
-  // A temporary name in the target folder (same file system, so rename() is atomic), unique per
-  // process so concurrent writers do not collide.
-  const std::string temp_path = fmt::format("{}.tmp{}", path, ::getpid());
-  std::FILE* file = std::fopen(temp_path.c_str(), "wb");
-  if (file == nullptr) IoError("cannot write calibration table", path);
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int saved_errno = errno;
-  if (std::fclose(file) != 0 || !written) {
-    if (!written) errno = saved_errno;
-    std::remove(temp_path.c_str());
-    IoError("cannot write calibration table", path);
-  }
-  if (std::rename(temp_path.c_str(), path.c_str()) != 0) {
-    const int rename_errno = errno;
-    std::remove(temp_path.c_str());
-    errno = rename_errno;
-    IoError("cannot write calibration table", path);
-  }
+  AtomicFileWriter writer;
+  writer.Stage(path, text);
+  writer.Commit();
 }
 
 CalibrationTable CalibrationTable::Load(const std::string& path) {

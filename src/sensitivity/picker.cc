@@ -99,6 +99,18 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
     for (const auto& member : ranking[i].members) result.excluded.push_back(member);
   }
 
+  // Coverage is a rank prefix under a budget, so one dominant target larger than the budget makes
+  // it select nothing at all — exactly when excluding that target matters most. Say so.
+  if (!options.threshold && result.cut == 0 && !ranking.empty() && options.coverage > 0.0 &&
+      ranking[0].score > options.min_score_floor) {
+    double total = 0.0;
+    for (const auto& e : ranking) total += e.score;
+    result.warnings.push_back(fmt::format(
+        "coverage={} selects nothing: the top target '{}' alone holds {:.1f}% of the total score; "
+        "use --threshold, --max_nodes, or --coverage 1.0 with --max_nodes to exclude it",
+        options.coverage, ranking[0].name, total > 0.0 ? 100.0 * ranking[0].score / total : 0.0));
+  }
+
   // Near tie: the first entry left out scores almost as high as the last one taken, so the cut
   // separates two entries the scan cannot really tell apart. An entry at or below the floor can
   // never be taken, so it does not make a tie.

@@ -71,6 +71,16 @@ TEST(PickerTest, CoverageZeroExcludesNothingAndOneExcludesEveryPositiveScore) {
   EXPECT_THAT(SuggestExclusion(scores, Coverage(1.0)).excluded, ElementsAre("a", "b", "c", "d"));
 }
 
+TEST(PickerTest, CoverageThatSelectsNothingBecauseOfADominantTargetWarns) {
+  const std::map<std::string, double> dominant = {{"big", 98.0}, {"small", 2.0}};
+  const PickResult r = SuggestExclusion(dominant, Coverage(0.9));
+  EXPECT_THAT(r.excluded, IsEmpty());
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_THAT(r.warnings[0], AllOf(HasSubstr("selects nothing"), HasSubstr("'big'"), HasSubstr("98.0%")));
+  // Coverage 0 asks for nothing: no warning.
+  EXPECT_THAT(SuggestExclusion(dominant, Coverage(0.0)).warnings, IsEmpty());
+}
+
 TEST(PickerTest, CoverageToleratesRounding) {
   // 0.6 + 0.3 = 0.8999999999999999 and 0.9 x total rounds differently; the prefix whose exact sum
   // equals the budget is still taken.
