@@ -68,4 +68,10 @@ void AtomicFileWriter::Commit() {
   temp_path_.clear();
 }
 
+void WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  AtomicFileWriter writer;
+  writer.Stage(path, bytes);
+  writer.Commit();
+}
+
 }  // namespace ptqkit

@@ -27,4 +27,7 @@ class AtomicFileWriter {
   std::string temp_path_;
 };
 
+// Stage + Commit of one file, for callers that write a single output.
+void WriteFileAtomically(const std::string& path, std::string_view bytes);
+
 }  // namespace ptqkit

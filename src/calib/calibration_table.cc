@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/json_file.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::calib {
@@ -18,10 +19,6 @@ namespace {
 
 constexpr const char* kFormat = "ptqkit.calibration_table";
 constexpr int kVersion = 1;
-
-[[noreturn]] void IoError(const std::string& what, const std::string& path) {
-  throw Error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)), Error::Kind::kIo);
-}
 
 }  // namespace
 
@@ -32,22 +29,11 @@ void CalibrationTable::Save(const std::string& path) const {
       {"format", kFormat}, {"version", kVersion}, {"CalibrationTable", std::move(entries)}};
   const std::string text = json.dump(1) + "\n";
 
-  AtomicFileWriter writer;
-  writer.Stage(path, text);
-  writer.Commit();
+  WriteFileAtomically(path, text);
 }
 
 CalibrationTable CalibrationTable::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) IoError("cannot read calibration table", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("calibration table '{}' is not valid JSON: {}", path, e.what()));
-  }
+  const nlohmann::json json = ReadJsonFile(path, "calibration table");
   if (!json.is_object() || !json.contains("format") || json.at("format") != kFormat) {
     throw Error(fmt::format("'{}' is not a ptqkit calibration table (expected \"format\": \"{}\")",
                             path, kFormat));

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/json_file.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "ptqkit/error.h"
@@ -39,16 +40,7 @@ struct ExcludeArgs {
 // blocks.json: an object {group: [regex, ...]} (a single regex string is accepted too), whose key
 // order is the first-match order.
 std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read blocks file '{}'", path), Error::Kind::kIo);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::ordered_json json;
-  try {
-    json = nlohmann::ordered_json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("blocks file '{}' is not valid JSON: {}", path, e.what()));
-  }
+  const auto json = ReadJsonFile<nlohmann::ordered_json>(path, "blocks file");
   if (!json.is_object()) {
     throw Error(
         fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}", path));
@@ -145,10 +137,7 @@ int RunExclude(const ExcludeArgs& a) {
   std::fputs(human.c_str(), stderr);
 
   if (!a.report_path.empty()) {
-    AtomicFileWriter writer;
-    writer.Stage(a.report_path,
-                 sensitivity::RenderHtmlReport(result, &pick, ReportSettings(a, options)));
-    writer.Commit();
+    WriteFileAtomically(a.report_path, sensitivity::RenderHtmlReport(result, &pick, ReportSettings(a, options)));
     std::fprintf(stderr, "Wrote %s\n", a.report_path.c_str());
   }
   return 0;

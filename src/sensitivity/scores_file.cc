@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/json_file.h"
 #include "ptqkit/error.h"
 #include "sensitivity/metrics.h"
 
@@ -142,22 +143,11 @@ std::string SerializeResult(const SensitivityResult& result) {
 }
 
 void WriteResult(const SensitivityResult& result, const std::string& path) {
-  AtomicFileWriter writer;
-  writer.Stage(path, SerializeResult(result));
-  writer.Commit();
+  WriteFileAtomically(path, SerializeResult(result));
 }
 
 SensitivityResult ReadResult(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read sensitivity scores '{}'", path), Error::Kind::kIo);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("sensitivity scores '{}' is not valid JSON: {}", path, e.what()));
-  }
+  const nlohmann::json json = ReadJsonFile(path, "sensitivity scores");
   return FromJson(json, path);
 }
 
