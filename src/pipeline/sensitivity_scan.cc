@@ -11,6 +11,7 @@
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/probe_cut.h"
+#include "pipeline/probe_eval.h"
 #include "pipeline/probe_merge.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
@@ -69,133 +70,6 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
   return probes;
 }
 
-// Batches the FP32 reference and the probes are evaluated on. Calibration batches are the user's
-// choice; evaluation only needs the same samples, so a dynamic-batch model is evaluated in larger
-// batches (fewer ONNX Runtime calls), a fixed-batch model in its own batch.
-struct EvalBatches {
-  int64_t batch_size = 1;
-  int64_t count = 0;
-  int64_t samples = 0;
-};
-
-constexpr int64_t kEvalBatchForDynamicModels = 16;
-// FP32 activations cached for probe sub-graphs; above this the scan runs whole-model probes.
-constexpr size_t kMaxCachedActivationBytes = size_t{2} << 30;
-
-EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData& data, int64_t samples) {
-  bool dynamic = true;
-  for (const auto& in : model.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
-  EvalBatches e;
-  e.samples = samples;
-  e.batch_size = dynamic ? std::min(kEvalBatchForDynamicModels, samples) : data.batch_size;
-  e.count = (samples + e.batch_size - 1) / e.batch_size;
-  return e;
-}
-
-// FP32 values per evaluation batch: graph outputs (for comparison) and, when they fit in memory,
-// every tensor some probe's sub-graph reads at its boundary.
-struct Reference {
-  std::vector<std::string> output_names;
-  std::vector<std::map<std::string, HostTensor>> batches;  // per batch: tensor -> value
-  std::map<std::string, BoundaryType> types;
-  bool has_boundaries = false;
-};
-
-Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
-                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime) {
-  Reference ref;
-  for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
-  std::set<std::string> graph_inputs;
-  for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
-  onnx::ModelProto exposed = model;
-  std::vector<std::string> wanted = ref.output_names;
-  for (const auto& t : boundaries) {
-    if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
-    exposed.mutable_graph()->add_output()->set_name(t);
-    wanted.push_back(t);
-  }
-  std::string bytes;
-  exposed.SerializeToString(&bytes);
-  InferenceSession session(bytes, runtime);
-  ref.has_boundaries = true;
-  size_t cached = 0;
-  for (int64_t b = 0; b < eval.count; ++b) {
-    Batch batch = set.ReadBatch(b, eval.batch_size);
-    std::map<std::string, HostTensor> values;
-    const auto outputs = session.Run(batch, wanted);
-    for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = outputs[k];
-    for (auto& [name, t] : batch) values[name] = std::move(t);
-    for (const auto& [name, t] : values) {
-      cached += t.bytes.size();
-      ref.types[name] = {t.dtype, t.shape.size()};
-    }
-    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > kMaxCachedActivationBytes) {
-      log::Info("sensitivity: FP32 activations would need more than {} GiB; probes run the whole model",
-                kMaxCachedActivationBytes >> 30);
-      ref.has_boundaries = false;
-    }
-    if (!ref.has_boundaries) {
-      std::map<std::string, HostTensor> kept;
-      for (const auto& name : ref.output_names) kept[name] = std::move(values[name]);
-      values = std::move(kept);
-      for (auto& earlier : ref.batches) {
-        std::map<std::string, HostTensor> trimmed;
-        for (const auto& name : ref.output_names) trimmed[name] = std::move(earlier[name]);
-        earlier = std::move(trimmed);
-      }
-    }
-    ref.batches.push_back(std::move(values));
-  }
-  return ref;
-}
-
-// Sum over graph outputs of the mean over samples of the metric. An output the probe does not
-// reach equals the reference and contributes 0. Each output's axis 0 is the sample axis when it
-// has one row per sample of the batch; otherwise the whole output counts as one sample.
-double Score(sensitivity::Metric metric, const Reference& ref, const std::vector<std::map<std::string, HostTensor>>& probe,
-             const EvalBatches& eval) {
-  double total = 0.0;
-  for (const auto& name : ref.output_names) {
-    if (probe.empty() || !probe[0].count(name)) continue;
-    double sum = 0.0;
-    int64_t count = 0;
-    for (size_t b = 0; b < ref.batches.size(); ++b) {
-      const HostTensor& r = ref.batches[b].at(name);
-      const HostTensor& p = probe[b].at(name);
-      if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) break;  // only float outputs are compared
-      const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
-      const int64_t samples = (!r.shape.empty() && r.shape[0] == rows) ? rows : 1;
-      const int64_t per = r.NumElements() / samples;
-      for (int64_t s = 0; s < samples; ++s, ++count) {
-        sum += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per, static_cast<size_t>(per));
-      }
-    }
-    if (count) total += sum / static_cast<double>(count);
-  }
-  return total;
-}
-
-using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
-
-// Runs `model` on every evaluation batch (inputs from the reference cache) and returns the values
-// of `outputs`, renamed to `names` (same length).
-ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
-                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime) {
-  std::string bytes;
-  model.SerializeToString(&bytes);
-  InferenceSession session(bytes, runtime);
-  ProbeOutputs results;
-  for (const auto& batch : ref.batches) {
-    Batch feeds;
-    for (const auto& name : session.input_names()) feeds[name] = batch.at(name);
-    auto values = session.Run(feeds, outputs);
-    std::map<std::string, HostTensor> named;
-    for (size_t k = 0; k < outputs.size(); ++k) named[names[k]] = std::move(values[k]);
-    results.push_back(std::move(named));
-  }
-  return results;
-}
-
 // Probes waiting to be evaluated together in one merged session.
 struct PendingProbe {
   size_t probe;
@@ -252,9 +126,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
                       o.calibration_shapes, o.calibration_batch_size};
   // Statistics do not depend on the batch size (exact merging), so a dynamic-batch model is
   // calibrated in evaluation-sized batches unless the user chose a batch size.
-  bool dynamic = true;
-  for (const auto& in : prepared.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
-  if (dynamic && request.batch_size == 0 && request.shapes.empty()) request.batch_size = kEvalBatchForDynamicModels;
+  if (HasDynamicBatch(prepared) && request.batch_size == 0 && request.shapes.empty()) request.batch_size = kEvalBatchForDynamicModels;
   const CalibrationData data = OpenCalibrationData(prepared, request);
   const RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
 

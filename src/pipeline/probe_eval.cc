@@ -1,0 +1,117 @@
+#include "pipeline/probe_eval.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace ptqkit {
+namespace {
+
+// FP32 activations cached for probe sub-graphs; above this the scan runs whole-model probes.
+constexpr size_t kMaxCachedActivationBytes = size_t{2} << 30;
+
+}  // namespace
+
+bool HasDynamicBatch(const PreparedModel& model) {
+  bool dynamic = true;
+  for (const auto& in : model.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
+  return dynamic;
+}
+
+EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData& data, int64_t samples) {
+  EvalBatches e;
+  e.samples = samples;
+  e.batch_size = HasDynamicBatch(model) ? std::min(kEvalBatchForDynamicModels, samples) : data.batch_size;
+  e.count = (samples + e.batch_size - 1) / e.batch_size;
+  return e;
+}
+
+Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
+                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime) {
+  Reference ref;
+  for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
+  std::set<std::string> graph_inputs;
+  for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
+  onnx::ModelProto exposed = model;
+  std::vector<std::string> wanted = ref.output_names;
+  for (const auto& t : boundaries) {
+    if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
+    exposed.mutable_graph()->add_output()->set_name(t);
+    wanted.push_back(t);
+  }
+  std::string bytes;
+  exposed.SerializeToString(&bytes);
+  InferenceSession session(bytes, runtime);
+  ref.has_boundaries = true;
+  size_t cached = 0;
+  for (int64_t b = 0; b < eval.count; ++b) {
+    Batch batch = set.ReadBatch(b, eval.batch_size);
+    std::map<std::string, HostTensor> values;
+    const auto outputs = session.Run(batch, wanted);
+    for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = outputs[k];
+    for (auto& [name, t] : batch) values[name] = std::move(t);
+    for (const auto& [name, t] : values) {
+      cached += t.bytes.size();
+      ref.types[name] = {t.dtype, t.shape.size()};
+    }
+    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > kMaxCachedActivationBytes) {
+      log::Info("sensitivity: FP32 activations would need more than {} GiB; probes run the whole model",
+                kMaxCachedActivationBytes >> 30);
+      ref.has_boundaries = false;
+    }
+    if (!ref.has_boundaries) {
+      std::map<std::string, HostTensor> kept;
+      for (const auto& name : ref.output_names) kept[name] = std::move(values[name]);
+      values = std::move(kept);
+      for (auto& earlier : ref.batches) {
+        std::map<std::string, HostTensor> trimmed;
+        for (const auto& name : ref.output_names) trimmed[name] = std::move(earlier[name]);
+        earlier = std::move(trimmed);
+      }
+    }
+    ref.batches.push_back(std::move(values));
+  }
+  return ref;
+}
+
+double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval) {
+  double total = 0.0;
+  for (const auto& name : ref.output_names) {
+    if (probe.empty() || !probe[0].count(name)) continue;
+    double sum = 0.0;
+    int64_t count = 0;
+    for (size_t b = 0; b < ref.batches.size(); ++b) {
+      const HostTensor& r = ref.batches[b].at(name);
+      const HostTensor& p = probe[b].at(name);
+      if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) break;  // only float outputs are compared
+      const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
+      const int64_t samples = (!r.shape.empty() && r.shape[0] == rows) ? rows : 1;
+      const int64_t per = r.NumElements() / samples;
+      for (int64_t s = 0; s < samples; ++s, ++count) {
+        sum += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per, static_cast<size_t>(per));
+      }
+    }
+    if (count) total += sum / static_cast<double>(count);
+  }
+  return total;
+}
+
+
+ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime) {
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  InferenceSession session(bytes, runtime);
+  ProbeOutputs results;
+  for (const auto& batch : ref.batches) {
+    Batch feeds;
+    for (const auto& name : session.input_names()) feeds[name] = batch.at(name);
+    auto values = session.Run(feeds, outputs);
+    std::map<std::string, HostTensor> named;
+    for (size_t k = 0; k < outputs.size(); ++k) named[names[k]] = std::move(values[k]);
+    results.push_back(std::move(named));
+  }
+  return results;
+}
+
+}  // namespace ptqkit

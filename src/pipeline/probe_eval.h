@@ -1,0 +1,62 @@
+// Evaluation of sensitivity probes against the FP32 model.
+//
+// The FP32 reference runs once over the evaluation batches and keeps the graph outputs and, when
+// they fit in memory, every activation some probe's sub-graph reads at its boundary (see
+// probe_cut.h). Probes then run on those cached values and are scored against the kept outputs.
+// Not thread-safe; values are owned by the Reference.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/prepared_model.h"
+#include "pipeline/probe_cut.h"
+#include "runtime/session.h"
+#include "sensitivity/metrics.h"
+
+namespace ptqkit {
+
+// Batches the FP32 reference and the probes are evaluated on. Calibration batches are the user's
+// choice; evaluation only needs the same samples, so a dynamic-batch model is evaluated in larger
+// batches (fewer ONNX Runtime calls), a fixed-batch model in its own batch.
+struct EvalBatches {
+  int64_t batch_size = 1;
+  int64_t count = 0;
+  int64_t samples = 0;
+};
+
+constexpr int64_t kEvalBatchForDynamicModels = 16;
+
+// True when every graph input has a dynamic axis 0.
+bool HasDynamicBatch(const PreparedModel& model);
+EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData& data, int64_t samples);
+
+// FP32 values per evaluation batch: graph outputs (for comparison) and, when they fit in memory,
+// every tensor in `boundaries` (has_boundaries tells whether they were kept).
+struct Reference {
+  std::vector<std::string> output_names;
+  std::vector<std::map<std::string, HostTensor>> batches;  // per batch: tensor -> value
+  std::map<std::string, BoundaryType> types;
+  bool has_boundaries = false;
+};
+
+Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
+                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime);
+
+using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
+
+// Runs `model` on every evaluation batch, its inputs taken from the reference, and returns the
+// values of `outputs` renamed to `names` (same length).
+ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime);
+
+// Sum over graph outputs of the mean over samples of the metric. An output the probe does not
+// recompute equals the reference and contributes 0. An output's axis 0 is the sample axis when it
+// has one row per sample of the batch; otherwise the whole output counts as one sample.
+double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval);
+
+}  // namespace ptqkit
