@@ -4,6 +4,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -15,14 +16,67 @@ namespace ptqkit {
 namespace {
 
 Ort::Env& SharedEnv() {
-  // One environment per process, as ONNX Runtime requires; created on first use.
-  static Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "ptqkit");
+  // One environment per process, as ONNX Runtime requires; created on first use. Only fatal
+  // messages are logged: every error reaches ptqkit as an exception and is reported from there.
+  static Ort::Env env(ORT_LOGGING_LEVEL_FATAL, "ptqkit");
   return env;
 }
 
 bool Offered(const std::string& ort_name) {
   const auto all = Ort::GetAvailableProviders();
   return std::find(all.begin(), all.end(), ort_name) != all.end();
+}
+
+// A provider can be listed by GetAvailableProviders and still fail to load (the npm build lists
+// CUDA but ships no provider libraries), so every append is tried and a failure is a warning.
+// ONNX Runtime messages may end in a newline; ptqkit's messages are one line.
+std::string OneLine(const char* message) {
+  std::string text(message);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+bool AddCuda(Ort::SessionOptions* so, const std::string& ep) {
+  if (!Offered("CUDAExecutionProvider")) {
+    log::Warn("execution provider '{}' is not available in this ONNX Runtime build; skipped", ep);
+    return false;
+  }
+  try {
+    OrtCUDAProviderOptions cuda{};
+    cuda.device_id = ep.size() > 5 ? std::stoi(ep.substr(5)) : 0;
+    so->AppendExecutionProvider_CUDA(cuda);
+    return true;
+  } catch (const Ort::Exception& e) {
+    log::Warn("execution provider '{}' could not be loaded ({}); skipped", ep, OneLine(e.what()));
+    return false;
+  }
+}
+
+bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugins) {
+  if (!Offered("TensorrtExecutionProvider")) {
+    log::Warn("execution provider 'trt' is not available in this ONNX Runtime build; skipped");
+    return false;
+  }
+  const auto& api = Ort::GetApi();
+  OrtTensorRTProviderOptionsV2* raw = nullptr;
+  try {
+    Ort::ThrowOnError(api.CreateTensorRTProviderOptions(&raw));
+    std::unique_ptr<OrtTensorRTProviderOptionsV2, void (*)(OrtTensorRTProviderOptionsV2*)> trt(
+        raw, api.ReleaseTensorRTProviderOptions);
+    std::string joined;
+    for (const auto& p : plugins) joined += (joined.empty() ? "" : ";") + p;
+    if (!joined.empty()) {
+      const char* key = "trt_extra_plugin_lib_paths";
+      const char* value = joined.c_str();
+      Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt.get(), &key, &value, 1));
+    }
+    so->AppendExecutionProvider_TensorRT_V2(*trt);
+    return true;
+  } catch (const Ort::Exception& e) {
+    log::Warn("execution provider 'trt' could not be loaded ({}); skipped", OneLine(e.what()));
+    return false;
+  }
 }
 
 }  // namespace
@@ -46,6 +100,9 @@ struct InferenceSession::Impl {
 InferenceSession::InferenceSession(const std::string& model_bytes, const RuntimeOptions& options)
     : impl_(std::make_unique<Impl>()) {
   try {
+    // The environment (and its logger) must exist before any other ONNX Runtime call, including
+    // the provider queries below.
+    Ort::Env& env = SharedEnv();
     Ort::SessionOptions so;
     if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
     so.SetInterOpNumThreads(1);
@@ -53,42 +110,13 @@ InferenceSession::InferenceSession(const std::string& model_bytes, const Runtime
     if (options.basic_optimizations_only) so.SetGraphOptimizationLevel(ORT_ENABLE_BASIC);
     for (const auto& ep : options.execution_providers) {
       CheckExecutionProviderName(ep);
-      if (ep == "cpu") {
-        impl_->providers.push_back(ep);
-      } else if (ep.rfind("cuda", 0) == 0) {
-        if (!Offered("CUDAExecutionProvider")) {
-          log::Warn("execution provider '{}' is not available in this ONNX Runtime build; skipped", ep);
-          continue;
-        }
-        OrtCUDAProviderOptions cuda{};
-        cuda.device_id = ep.size() > 5 ? std::stoi(ep.substr(5)) : 0;
-        so.AppendExecutionProvider_CUDA(cuda);
-        impl_->providers.push_back(ep);
-      } else if (ep == "trt") {
-        if (!Offered("TensorrtExecutionProvider")) {
-          log::Warn("execution provider 'trt' is not available in this ONNX Runtime build; skipped");
-          continue;
-        }
-        const auto& api = Ort::GetApi();
-        OrtTensorRTProviderOptionsV2* trt = nullptr;
-        Ort::ThrowOnError(api.CreateTensorRTProviderOptions(&trt));
-        std::string plugins;
-        for (const auto& p : options.trt_plugins) plugins += (plugins.empty() ? "" : ";") + p;
-        std::vector<const char*> keys, values;
-        if (!plugins.empty()) {
-          keys.push_back("trt_extra_plugin_lib_paths");
-          values.push_back(plugins.c_str());
-        }
-        if (!keys.empty()) Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt, keys.data(), values.data(), keys.size()));
-        so.AppendExecutionProvider_TensorRT_V2(*trt);
-        api.ReleaseTensorRTProviderOptions(trt);
-        impl_->providers.push_back(ep);
-      }
+      const bool added = ep == "cpu" || (ep == "trt" ? AddTensorRt(&so, options.trt_plugins) : AddCuda(&so, ep));
+      if (added) impl_->providers.push_back(ep);
     }
     if (std::find(impl_->providers.begin(), impl_->providers.end(), "cpu") == impl_->providers.end()) {
       impl_->providers.push_back("cpu");  // ONNX Runtime always falls back to CPU
     }
-    impl_->session = std::make_unique<Ort::Session>(SharedEnv(), model_bytes.data(), model_bytes.size(), so);
+    impl_->session = std::make_unique<Ort::Session>(env, model_bytes.data(), model_bytes.size(), so);
     Ort::AllocatorWithDefaultOptions alloc;
     for (size_t i = 0; i < impl_->session->GetInputCount(); ++i) {
       impl_->inputs.emplace_back(impl_->session->GetInputNameAllocated(i, alloc).get());
@@ -104,7 +132,7 @@ InferenceSession::InferenceSession(const std::string& model_bytes, const Runtime
       impl_->outputs.push_back(std::move(name));
     }
   } catch (const Ort::Exception& e) {
-    throw Error(fmt::format("ONNX Runtime cannot load the model: {}", e.what()), Error::Kind::kRuntime);
+    throw Error(fmt::format("ONNX Runtime cannot load the model: {}", OneLine(e.what())), Error::Kind::kRuntime);
   }
 }
 
@@ -140,7 +168,7 @@ void InferenceSession::Run(const Batch& feeds, const std::vector<std::string>& o
     results = impl_->session->Run(Ort::RunOptions{nullptr}, in_names.data(), in_values.data(), in_values.size(),
                                   out_names.data(), out_names.size());
   } catch (const Ort::Exception& e) {
-    throw Error(fmt::format("ONNX Runtime failed to run the model: {}", e.what()), Error::Kind::kRuntime);
+    throw Error(fmt::format("ONNX Runtime failed to run the model: {}", OneLine(e.what())), Error::Kind::kRuntime);
   }
   for (size_t i = 0; i < results.size(); ++i) {
     auto info = results[i].GetTensorTypeAndShapeInfo();
