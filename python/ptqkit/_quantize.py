@@ -1,0 +1,102 @@
+"""ptqkit.quantize(): ModelOpt's modelopt.onnx.quantization.quantize() call shape on ptqkit's
+C++ Quantize(). Parameter names and defaults are those of `ptqkit quantize` (src/cli/
+quantize_command.cc); options the CLI leaves unset are None here (calibration_method too:
+the library picks the mode's default, entropy for int8/fp8, as the CLI does).
+"""
+from __future__ import annotations
+
+import logging
+
+from ptqkit import _calibration, _options, _ptqkit
+
+logger = logging.getLogger("ptqkit")
+
+
+def quantize(
+    onnx_path,
+    quantize_mode: str = "int8",
+    calibration_data=None,
+    *,
+    calibration_method: str | None = None,
+    calibration_eps=("cpu",),
+    calibration_shapes=None,
+    op_types_to_quantize=None,
+    op_types_to_exclude=None,
+    nodes_to_quantize=None,
+    nodes_to_exclude=None,
+    dq_only: bool = False,
+    high_precision_dtype: str = "fp32",
+    output_path=None,
+    use_external_data_format: bool = False,
+    log_level: str = "INFO",
+    trt_plugins=None,
+    calibration_data_path=None,
+    percentile: float = 99.999,
+    calibration_batch_size=None,
+    intra_op_num_threads=None,
+    num_synthetic_samples: int = 32,
+    op_types_to_exclude_fp16=None,
+    direct_io_types: bool = False,
+    save_calibration_cache=None,
+    calibration_cache=None,
+    log_file=None,
+) -> dict:
+    """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
+    (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
+    is written atomically.
+
+    calibration_data: a path (.npy / .npz / folder, as --calibration_data_path), a numpy array
+    (single-input model, samples on axis 0), a mapping {input name: array} (also np.load's
+    NpzFile), or a sequence of per-sample mappings; None = seeded synthetic data (with a warning).
+    calibration_shapes: "in:8x3x224x224,..." or {input: [8, 3, 224, 224]}.
+    Other options: see `python -m ptqkit --help`.
+
+    Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
+    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ...
+    Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
+    """
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path)
+    o = _ptqkit.QuantizeOptions()
+    o.onnx_path = _options.path(onnx_path)
+    o.output_path = _options.path(output_path)
+    o.quantize_mode = quantize_mode
+    o.calibration_data_path = data.path
+    if calibration_method is not None:  # None: the library's default for the mode (entropy for int8)
+        o.calibration_method = calibration_method
+    o.percentile = float(percentile)
+    o.calibration_shapes = _options.shapes(calibration_shapes)
+    o.calibration_batch_size = _options.count(calibration_batch_size)
+    o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
+    o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
+    o.intra_op_num_threads = _options.count(intra_op_num_threads)
+    o.num_synthetic_samples = int(num_synthetic_samples)
+    o.op_types_to_quantize = _options.names(op_types_to_quantize, "op_types_to_quantize")
+    o.op_types_to_exclude = _options.names(op_types_to_exclude, "op_types_to_exclude")
+    o.nodes_to_quantize = _options.names(nodes_to_quantize, "nodes_to_quantize")
+    o.nodes_to_exclude = _options.names(nodes_to_exclude, "nodes_to_exclude")
+    o.dq_only = bool(dq_only)
+    o.high_precision_dtype = high_precision_dtype
+    o.op_types_to_exclude_fp16 = _options.names(op_types_to_exclude_fp16, "op_types_to_exclude_fp16")
+    o.direct_io_types = bool(direct_io_types)
+    o.use_external_data_format = bool(use_external_data_format)
+    o.save_calibration_cache = _options.path(save_calibration_cache)
+    o.calibration_cache = _options.path(calibration_cache)
+
+    report = _ptqkit.quantize(o, data.arrays, log_level, _options.path(log_file))
+    _log_summary(report)
+    return report
+
+
+def _log_summary(r: dict) -> None:
+    """The CLI's end-of-run summary, through logging (INFO) instead of stdout."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    lines = [f"Wrote {r['output_path']}"]
+    total = sum(r["quantized_by_op_type"].values())
+    lines.append(f"quantized nodes: {total} ({r['qdq_pairs']} Q/DQ pairs)")
+    lines += [f"  {op:<24} {n}" for op, n in r["quantized_by_op_type"].items()]
+    lines.append(f"left in float: {len(r['left_in_float'])}")
+    width = max((len(node) for node, _ in r["left_in_float"]), default=0)
+    lines += [f"  {node:<{width}}  {why}" for node, why in r["left_in_float"]]
+    lines.append(f"total: {r['total_seconds']:.3f} s")
+    logger.info("\n".join(lines))
