@@ -31,7 +31,9 @@ struct QuantizeOptions {
   int64_t num_synthetic_samples = 32;
   uint64_t synthetic_seed = 0;
 
-  std::string calibration_method = "entropy";  // max | entropy | percentile
+  // int8/fp8: max | entropy | percentile (activation ranges); int4: rtn | awq_clip | awq_lite
+  // (weight clipping). "" = the mode's default, as in ModelOpt: entropy for int8/fp8, awq_clip for int4.
+  std::string calibration_method;
   double percentile = 99.999;
   std::map<std::string, std::vector<int64_t>> calibration_shapes;  // input -> shape; axis 0 = batch
   int64_t calibration_batch_size = 0;                               // 0: from shapes / model / 1
@@ -45,6 +47,14 @@ struct QuantizeOptions {
   std::vector<std::string> nodes_to_exclude;
 
   bool dq_only = false;
+
+  // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
+  // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
+  // awq_clip search tries alpha = 1 - s * awqclip_alpha_step down to awqclip_alpha_min.
+  int64_t block_size = 128;
+  bool use_zero_point = false;
+  double awqclip_alpha_step = 0.05;
+  double awqclip_alpha_min = 0.5;
   std::string high_precision_dtype = "fp32";  // fp32 | fp16 | bf16 (everything not quantized)
   std::vector<std::string> op_types_to_exclude_fp16;  // fp16/bf16: op types kept in float32
   bool direct_io_types = false;  // fp16/bf16: graph inputs/outputs change type (no boundary Casts)
@@ -64,6 +74,7 @@ struct QuantizeReport {
   std::map<std::string, int> quantized_by_op_type;                 // op type -> nodes with Q/DQ inputs
   std::vector<std::pair<std::string, std::string>> left_in_float;  // (node, reason), graph order
   int qdq_pairs = 0;
+  std::string calibration_method;  // the method used (the mode's default when none was given)
   int64_t num_calibration_samples = 0;
   int64_t batch_size = 0;
   bool synthetic_data = false;

@@ -14,18 +14,21 @@ namespace {
 
 void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   fmt::print("Wrote {}\n", r.output_path);
-  if (r.calibration_from_cache) {
+  if (r.calibration_method == "rtn") {
+    fmt::print("calibration: none (int4 rtn reads no data)\n");
+  } else if (r.calibration_from_cache) {
     fmt::print("calibration: {:.3f} s (ranges read from {})\n", r.calibration_seconds, o.calibration_cache);
   } else {
     std::string eps;
     for (const auto& e : r.execution_providers) eps += (eps.empty() ? "" : ", ") + e;
     fmt::print("calibration: {:.3f} s ({} {} sample(s) in batches of {}, method {}, on {})\n", r.calibration_seconds,
-               r.num_calibration_samples, r.synthetic_data ? "SYNTHETIC" : "real", r.batch_size, o.calibration_method, eps);
+               r.num_calibration_samples, r.synthetic_data ? "SYNTHETIC" : "real", r.batch_size, r.calibration_method, eps);
   }
   if (r.original_opset != r.output_opset) fmt::print("opset: {} -> {}\n", r.original_opset, r.output_opset);
   int total = 0;
   for (const auto& [op, n] : r.quantized_by_op_type) total += n;
-  fmt::print("quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
+  if (o.quantize_mode == "int4") fmt::print("quantized nodes: {} ({} INT4 weights)\n", total, r.qdq_pairs);
+  else fmt::print("quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::print("  {:<24} {}\n", op, n);
   fmt::print("left in float: {}\n", r.left_in_float.size());
   size_t width = 0;
@@ -45,10 +48,14 @@ Command RegisterQuantize(CLI::App& app) {
 
   cmd->add_option("--onnx_path", o->onnx_path, "Input FP32 ONNX model (never modified)")->required();
   cmd->add_option("--output_path", o->output_path, "Output model (default: <model>.quant.onnx beside the input)");
-  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 (int4: not in this version)")->capture_default_str();
+  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 | int4 (int4: weight-only MatMul/Gemm)")
+      ->capture_default_str();
   cmd->add_option("--calibration_data_path", o->calibration_data_path,
                   ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
-  cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile")->capture_default_str();
+  // No default string here: the default depends on the mode (entropy for int8/fp8, awq_clip for int4).
+  cmd->add_option("--calibration_method", o->calibration_method,
+                  "int8/fp8: max | entropy | percentile (default entropy); int4: rtn | awq_clip | awq_lite "
+                  "(default awq_clip)");
   cmd->add_option("--percentile", o->percentile, "Percentile for --calibration_method percentile")->capture_default_str();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
@@ -66,6 +73,13 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
                   "Keep these nodes in float: exact names, or regexes matched from the start of the name");
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
+  cmd->add_option("--block_size", o->block_size, "int4: weights per scale along K (-1: one block per output channel)")
+      ->capture_default_str();
+  cmd->add_flag("--use_zero_point", o->use_zero_point, "int4: asymmetric UINT4 weights with zero points");
+  cmd->add_option("--awqclip_alpha_step", o->awqclip_alpha_step, "int4 awq_clip: step of the clipping-ratio search")
+      ->capture_default_str();
+  cmd->add_option("--awqclip_alpha_min", o->awqclip_alpha_min, "int4 awq_clip: smallest clipping ratio tried")
+      ->capture_default_str();
   cmd->add_option("--high_precision_dtype", o->high_precision_dtype,
                   "fp32 | fp16 | bf16: type of everything not quantized (graph I/O keep their type via Casts)")
       ->capture_default_str();

@@ -1,4 +1,5 @@
-// Upgrading default-domain opsets 7..12 to 13, and any older opset to 19 (FP8 needs it).
+// Upgrading default-domain opsets 7..12 to 13, and any older opset to 19 (FP8 needs it) or 21
+// (blocked INT4 DequantizeLinear needs it).
 //
 // Most ops only gained types between those versions, so bumping the import is enough. The ops
 // below changed meaning: attributes that became inputs are converted; ops whose old semantics
@@ -110,7 +111,32 @@ class Upgrader {
     if (kReductions.count(n->op_type())) IntsAttrToInput(n, "axes", 1);
   }
 
+  // Opset 20 renamed GridSample's modes (same sampling) and turned DFT's `axis` into an input
+  // with another default; the other ops it touched only gained types or are new.
+  void ConvertTo20(onnx::NodeProto* n) {
+    if (n->op_type() == "GridSample") {
+      for (auto& a : *n->mutable_attribute()) {
+        if (a.name() != "mode") continue;
+        if (a.s() == "bilinear") a.set_s("linear");
+        if (a.s() == "bicubic") a.set_s("cubic");
+      }
+    } else if (n->op_type() == "DFT") {
+      Refuse(*n, "changed its `axis` from an attribute to an input in opset 20 and is not converted by ptqkit");
+    }
+  }
+
+  // Opset 21 changed GroupNormalization's scale and bias from one value per group to one per
+  // channel; every other op it touched (Cast, Constant, Flatten, Pad, Reshape, Shape, Squeeze,
+  // Transpose, ...) only gained the 4-bit types, and Q/DQ are refused before any upgrade.
+  void ConvertTo21(onnx::NodeProto* n) {
+    if (n->op_type() == "GroupNormalization") {
+      Refuse(*n, "changed the shape of its scale and bias (per group -> per channel) in opset 21 and is not converted by ptqkit");
+    }
+  }
+
   void Convert(onnx::NodeProto* n) {
+    if (from_ < 20 && to_ >= 20) ConvertTo20(n);
+    if (from_ < 21 && to_ >= 21) ConvertTo21(n);
     if (from_ < 18 && to_ >= 18) ConvertTo18(n);
     if (from_ >= 13) return;
     const std::string& op = n->op_type();

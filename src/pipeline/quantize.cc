@@ -14,6 +14,7 @@
 #include "onnx/model_prep.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
+#include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "quant/fp16_conversion.h"
@@ -33,12 +34,13 @@ std::string DefaultOutputPath(const std::string& input) {
 
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
-  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8") {
-    if (o.quantize_mode == "int4") {
-      throw Error(fmt::format("--quantize_mode {} is not implemented yet in this version of ptqkit (int8 and fp8 are)", o.quantize_mode),
-                  Error::Kind::kUnsupported);
-    }
+  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8" && o.quantize_mode != "int4") {
     throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
+  }
+  if (o.quantize_mode != "int4" && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
+    throw Error(fmt::format("--calibration_method {} applies to --quantize_mode int4 only (int8/fp8 take max, entropy "
+                            "or percentile)",
+                            o.calibration_method));
   }
   if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
     throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));
@@ -78,7 +80,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   QuantizeReport report;
   report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
   CheckOptions(o, report.output_path);
-  const calib::Method method = calib::ParseMethod(o.calibration_method);
+  if (o.quantize_mode == "int4") return QuantizeInt4(o, std::move(report), start);
+  // As in ModelOpt, no method means entropy for the activation-calibrated modes.
+  report.calibration_method = o.calibration_method.empty() ? "entropy" : o.calibration_method;
+  const calib::Method method = calib::ParseMethod(report.calibration_method);
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   onnx::ModelProto& model = prepared.proto;

@@ -1,0 +1,236 @@
+#include "pipeline/quantize_int4.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "base/log.h"
+#include "onnx/float16.h"
+#include "onnx/graph_index.h"
+#include "onnx/model_io.h"
+#include "onnx/model_prep.h"
+#include "pipeline/prepared_model.h"
+#include "ptqkit/error.h"
+#include "quant/fp16_conversion.h"
+#include "quant/int4_weight_only.h"
+#include "runtime/session.h"
+
+namespace ptqkit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// INT4/UINT4 tensors exist from IR version 10 (the version that goes with opset 21).
+constexpr int64_t kInt4IrVersion = 10;
+
+std::string ResolveMethod(const QuantizeOptions& o) {
+  const std::string m = o.calibration_method.empty() ? "awq_clip" : o.calibration_method;
+  if (m == "awq_lite") {
+    throw Error("--calibration_method awq_lite (activation-aware per-channel scaling) is not implemented in this "
+                "version of ptqkit; use awq_clip (the int4 default) or rtn",
+                Error::Kind::kUnsupported);
+  }
+  if (m != "rtn" && m != "awq_clip") {
+    throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode int4 (expected rtn, awq_clip "
+                            "or awq_lite; max, entropy and percentile calibrate int8/fp8 activations)",
+                            m));
+  }
+  return m;
+}
+
+void CheckInt4Options(const QuantizeOptions& o) {
+  if (o.block_size == 0 || o.block_size < -1) {
+    throw Error(fmt::format("--block_size must be a positive number of elements or -1 (one block per output "
+                            "channel), got {}",
+                            o.block_size));
+  }
+  if (!(o.awqclip_alpha_min > 0.0 && o.awqclip_alpha_min <= 1.0)) {
+    throw Error(fmt::format("--awqclip_alpha_min must be in (0, 1], got {}", o.awqclip_alpha_min));
+  }
+  if (!(o.awqclip_alpha_step > 0.0 && o.awqclip_alpha_step <= 1.0)) {
+    throw Error(fmt::format("--awqclip_alpha_step must be in (0, 1], got {}", o.awqclip_alpha_step));
+  }
+  if (!o.calibration_cache.empty() || !o.save_calibration_cache.empty()) {
+    throw Error("--calibration_cache / --save_calibration_cache hold activation ranges of int8/fp8 calibration; "
+                "--quantize_mode int4 has none (its AWQ statistics are not cached)");
+  }
+  if (o.dq_only) log::Info("--dq_only: int4 weights are always stored as INT4 initializers with DequantizeLinear only");
+}
+
+// Gram matrices of every target's activation, filled by one pass of ONNX Runtime over the data.
+class GramCapture {
+ public:
+  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Int4Plan& plan, int64_t block_size) {
+    for (const auto& t : plan.targets) {
+      const onnx::TensorProto& w = *index.Constant(t.weight);
+      const BlockedLayout layout = MakeBlockedLayout(TensorShape(w), t.axis, block_size);
+      if (grams_.count(t.activation)) continue;
+      grams_.emplace(t.activation, BlockGram(layout.k, layout.block));
+      if (const onnx::TensorProto* c = index.Constant(t.activation)) {
+        AddConstant(t.activation, *c);
+      } else if (index.IsGraphInput(t.activation)) {
+        from_inputs_.push_back(t.activation);
+      } else {
+        from_outputs_.push_back(t.activation);
+      }
+    }
+    model_ = &model;
+  }
+
+  // Runs the batches; returns the number of samples seen.
+  int64_t Run(const CalibrationData& data, const RuntimeOptions& runtime, const std::function<void(int64_t, int64_t)>& progress,
+              std::vector<std::string>* providers) {
+    onnx::ModelProto capture = *model_;
+    auto* outputs = capture.mutable_graph()->mutable_output();
+    if (!from_outputs_.empty()) {
+      outputs->Clear();
+      // ONNX Runtime infers the element type of outputs declared by name only.
+      for (const auto& t : from_outputs_) capture.mutable_graph()->add_output()->set_name(t);
+    }
+    std::string bytes;
+    capture.SerializeToString(&bytes);
+    InferenceSession session(bytes, runtime);
+    *providers = session.providers();
+    std::vector<std::string> run_outputs = from_outputs_;
+    if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still runs the model once
+    for (int64_t b = 0; b < data.num_batches; ++b) {
+      const Batch batch = data.set.ReadBatch(b, data.batch_size);
+      for (const auto& t : from_inputs_) {
+        const HostTensor& in = batch.at(t);
+        Add(t, in.dtype, in.shape, in.bytes.data(), in.NumElements());
+      }
+      session.Run(batch, run_outputs, [&](const OutputView& v) {
+        if (grams_.count(v.name)) Add(v.name, v.dtype, v.shape, v.data, v.num_elements);
+      });
+      if (progress) progress(b + 1, data.num_batches);
+    }
+    return std::min(data.set.num_samples(), data.num_batches * data.batch_size);
+  }
+
+  const std::map<std::string, BlockGram>& grams() const { return grams_; }
+
+ private:
+  void AddConstant(const std::string& name, const onnx::TensorProto& c) {
+    const std::vector<float> v = TensorToFloats(c);
+    Add(name, DataType::kFloat, TensorShape(c), v.data(), static_cast<int64_t>(v.size()));
+  }
+
+  // Rows = every element but the last axis, which must be K (MatMul A[..., K], Gemm A[M, K]).
+  void Add(const std::string& name, DataType dtype, const std::vector<int64_t>& shape, const void* data, int64_t count) {
+    BlockGram& g = grams_.at(name);
+    if (dtype != DataType::kFloat && dtype != DataType::kFloat16) {
+      throw Error(fmt::format("activation '{}' of a quantized MatMul/Gemm is {}, not a float tensor", name,
+                              DataTypeName(dtype)));
+    }
+    if (shape.empty() || shape.back() != g.k()) {
+      throw Error(fmt::format("activation '{}' has shape {} at run time; its MatMul/Gemm weight needs a last "
+                              "dimension of {}",
+                              name, ShapeToString(shape), g.k()));
+    }
+    const float* x = static_cast<const float*>(data);
+    if (dtype == DataType::kFloat16) {
+      scratch_.resize(static_cast<size_t>(count));
+      const auto* h = static_cast<const uint16_t*>(data);
+      for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] = HalfToFloat(h[i]);
+      x = scratch_.data();
+    }
+    g.AddRows(x, count / g.k());
+  }
+
+  const onnx::ModelProto* model_ = nullptr;
+  std::map<std::string, BlockGram> grams_;
+  std::vector<std::string> from_inputs_, from_outputs_;
+  std::vector<float> scratch_;
+};
+
+[[noreturn]] void NoTargets(const std::string& path, const GraphIndex& index, const Int4Plan& plan) {
+  if (plan.left_in_float.empty()) {
+    throw Error(fmt::format("'{}' has no MatMul or Gemm node: --quantize_mode int4 quantizes only their weights", path));
+  }
+  std::string reasons;
+  const size_t shown = std::min<size_t>(plan.left_in_float.size(), 3);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [node, why] = plan.left_in_float[i];
+    reasons += fmt::format("{}'{}': {}", i ? "; " : "", index.node(node).name(), why);
+  }
+  if (plan.left_in_float.size() > shown) reasons += fmt::format("; and {} more", plan.left_in_float.size() - shown);
+  throw Error(fmt::format("'{}' has no MatMul/Gemm whose weight --quantize_mode int4 can quantize ({})", path, reasons));
+}
+
+}  // namespace
+
+bool IsInt4CalibrationMethod(const std::string& m) {
+  return m.empty() || m == "rtn" || m == "awq_clip" || m == "awq_lite";
+}
+
+QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clock::time_point start) {
+  const std::string method = ResolveMethod(o);
+  CheckInt4Options(o);
+  report.calibration_method = method;
+
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  onnx::ModelProto& model = prepared.proto;
+  report.original_opset = prepared.original_opset;
+  onnxio::UpgradeOpset(&model, 21);  // blocked DequantizeLinear and INT4/UINT4 exist from opset 21
+  if (model.ir_version() < kInt4IrVersion) model.set_ir_version(kInt4IrVersion);
+  report.output_opset = onnxio::DefaultOpset(model);
+
+  const GraphIndex index(model.graph());
+  const Int4Plan plan = PlanInt4Targets(
+      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
+  if (plan.targets.empty()) NoTargets(o.onnx_path, index, plan);
+  for (const auto& t : plan.targets) ++report.quantized_by_op_type[index.node(t.node).op_type()];
+  for (const auto& [node, why] : plan.left_in_float) report.left_in_float.emplace_back(index.node(node).name(), why);
+
+  const int threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Int4RewriteOptions rewrite;
+  rewrite.weight.block_size = o.block_size;
+  rewrite.weight.zero_point = o.use_zero_point;
+  rewrite.weight.alpha_min = o.awqclip_alpha_min;
+  rewrite.weight.alpha_step = o.awqclip_alpha_step;
+  rewrite.weight.threads = threads;
+
+  std::optional<GramCapture> capture;
+  const auto calib_start = Clock::now();
+  if (method == "awq_clip") {
+    DataRequest data_request{o.calibration_data_path,
+                             o.calibration_tensors ? &*o.calibration_tensors : nullptr,
+                             o.num_synthetic_samples,
+                             o.synthetic_seed,
+                             o.calibration_shapes,
+                             o.calibration_batch_size};
+    const CalibrationData data = OpenCalibrationData(prepared, data_request);
+    report.synthetic_data = data.synthetic;
+    report.batch_size = data.batch_size;
+    capture.emplace(model, index, plan, o.block_size);
+    const RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+    report.num_calibration_samples = capture->Run(data, runtime, o.progress, &report.execution_providers);
+    rewrite.grams = &capture->grams();
+  }
+  report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
+
+  const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
+  report.qdq_pairs = stats.weights;
+  log::Info("int4: {} weight(s), {} block(s), {} clipped by awq_clip", stats.weights, stats.blocks, stats.clipped_blocks);
+
+  if (o.high_precision_dtype != "fp32") {
+    LowPrecisionOptions low;
+    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
+    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
+    low.direct_io_types = o.direct_io_types;
+    ConvertToLowPrecision(&model, low);
+    report.output_opset = onnxio::DefaultOpset(model);
+  }
+
+  onnxio::SaveOptions save;
+  save.external_data = o.use_external_data_format;
+  onnxio::SaveModel(model, report.output_path, save);
+  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace ptqkit

@@ -1,0 +1,88 @@
+// Int4 numerics: the scalar reference for ptqkit's 4-bit weight-only format, with ONNX (opset 21)
+// semantics, matching ONNX Runtime's DequantizeLinear bit for bit (tests/cpp/int4 checks it).
+//
+//  - INT4 (type 22), symmetric: q = saturate(round_half_even(w / scale)) in [-8, 7], zero point 0,
+//    scale = amax * alpha / 7 per block (alpha <= 1 clips, see int4_weight_only.h).
+//  - UINT4 (type 21), asymmetric: q = saturate(round_half_even(w / scale) + zp) in [0, 15] with
+//    scale = (max - min) * alpha / 15 over the block's range widened to include 0, so that 0 stays
+//    exactly representable (a zero weight, padding, a pruned channel) and zp = round(-min / scale).
+//  - Packing: two elements per byte in row-major order, element 0 in the low nibble; an odd count
+//    leaves the last high nibble 0.
+//  - Blocking (DequantizeLinear's `axis` + `block_size`): along the blocked axis, element k uses
+//    scale index k / block_size; the scale tensor has the weight's shape with that axis shortened
+//    to ceil(K / block_size), so a short last block needs no padding of the weight itself.
+//
+// Free functions on values; stateless and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ptqkit {
+
+constexpr int kInt4Min = -8;
+constexpr int kInt4Max = 7;
+constexpr int kUint4Max = 15;
+
+// saturate(round_half_even(x / scale)) in [-8, 7]; the division in float32 as ONNX Runtime does.
+// NaN gives 0 (weights with NaN are not meaningful; 0 keeps the block's other values intact).
+// REQUIRES: scale > 0 and finite.
+int8_t QuantizeInt4(float x, float scale);
+// saturate(round_half_even(x / scale) + zero_point) in [0, 15]; NaN gives zero_point.
+// REQUIRES: scale > 0 and finite, zero_point <= 15.
+uint8_t QuantizeUint4(float x, float scale, uint8_t zero_point);
+// (q - zero_point) * scale in float32, as DequantizeLinear.
+float DequantizeInt4(int8_t q, float scale);
+float DequantizeUint4(uint8_t q, float scale, uint8_t zero_point);
+
+// Packs 4-bit values (only the low 4 bits of each are kept: int8 -1 becomes 0xF) two per byte.
+std::string PackInt4(const std::vector<int8_t>& values);
+std::string PackUint4(const std::vector<uint8_t>& values);
+// The first `count` 4-bit elements of `bytes`, sign-extended for INT4.
+// REQUIRES: bytes.size() >= (count + 1) / 2.
+std::vector<int8_t> UnpackInt4(std::string_view bytes, int64_t count);
+std::vector<uint8_t> UnpackUint4(std::string_view bytes, int64_t count);
+
+// A weight seen as [outer, k, inner] around its blocked axis, cut into blocks of `block` along k.
+// Element (o, j, i) has flat index (o * k + j) * inner + i and scale index
+// (o * num_blocks() + j / block) * inner + i.
+struct BlockedLayout {
+  int64_t outer = 1;
+  int64_t k = 1;
+  int64_t inner = 1;
+  int64_t block = 1;
+
+  int64_t num_blocks() const { return (k + block - 1) / block; }
+  int64_t num_elements() const { return outer * k * inner; }
+  int64_t num_scales() const { return outer * num_blocks() * inner; }
+  // The scale tensor's shape: `shape` with the blocked axis shortened to num_blocks().
+  std::vector<int64_t> ScaleShape(const std::vector<int64_t>& shape, int axis) const;
+};
+
+// Throws ptqkit::Error for an axis out of range, a negative dimension, or block_size 0 or < -1.
+// block_size -1 means one block spanning the whole axis (per output channel).
+BlockedLayout MakeBlockedLayout(const std::vector<int64_t>& shape, int axis, int64_t block_size);
+
+// Quantization parameters of one block.
+struct Int4BlockParams {
+  float scale = 1.0f;
+  uint8_t zero_point = 0;  // UINT4 only; 0 for INT4
+};
+
+// Parameters for the `n` values w[0], w[stride], ... of one block clipped by `alpha` (0 < alpha <= 1):
+// symmetric amax * alpha / 7, or asymmetric as described above. `min_scale` floors the scale
+// (kMinScale for float32 scales; float16 scales must stay normal numbers). NaN values are ignored;
+// a block of zeros, or one holding an infinity, gets kDegenerateScale (the caller warns).
+Int4BlockParams BlockParams(const float* w, int64_t stride, int64_t n, float alpha, bool zero_point,
+                            float min_scale);
+// The dequantized value of x under `p`: what the model computes after the rewrite.
+float QuantDequant(float x, const Int4BlockParams& p, bool zero_point);
+
+// Reference blocked DequantizeLinear over a whole weight: out[e] = (q[e] - zp[s]) * scale[s] with
+// s the scale index of element e. `zero_points` empty means 0. REQUIRES: sizes match `layout`.
+std::vector<float> DequantizeBlocked(const std::vector<int>& q, const std::vector<float>& scales,
+                                     const std::vector<int>& zero_points, const BlockedLayout& layout);
+
+}  // namespace ptqkit

@@ -1,0 +1,416 @@
+#include "quant/int4_weight_only.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "base/log.h"
+#include "onnx/float16.h"
+#include "ptqkit/error.h"
+#include "quant/numerics.h"
+#include "quant/selectors.h"
+
+namespace ptqkit {
+namespace {
+
+constexpr int32_t kUint4Type = 21;  // ONNX 1.12's enum predates the 4-bit types.
+constexpr int32_t kInt4Type = 22;
+
+bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+// Why `node` (a MatMul/Gemm) cannot have its weight quantized, or "" when it can; sets *axis.
+std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int* axis) {
+  if (node.input_size() < 2) return "has no weight input";
+  const onnx::TensorProto* w = index.Constant(node.input(1));
+  if (w == nullptr) return "weight (input B) is not a constant";
+  if (index.IsGraphInput(node.input(1))) return "weight is also a graph input (a caller may override it)";
+  if (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16) {
+    return fmt::format("weight type {} is not float32/float16", w->data_type());
+  }
+  if (w->has_data_location() && w->data_location() == onnx::TensorProto::EXTERNAL) {
+    return "weight is stored as external data that was not loaded";
+  }
+  const int rank = w->dims_size();
+  if (rank < 2) return fmt::format("weight has rank {} (needs >= 2)", rank);
+  for (auto d : w->dims()) {
+    if (d <= 0) return "weight has an empty dimension";
+  }
+  if (node.op_type() == "Gemm") {
+    if (IntAttribute(node, "transA", 0) != 0) return "Gemm with transA=1 (transposed activation) is not handled";
+    *axis = IntAttribute(node, "transB", 0) != 0 ? 1 : 0;
+    if (rank != 2) return fmt::format("Gemm weight has rank {}", rank);
+  } else {
+    *axis = rank - 2;
+  }
+  return "";
+}
+
+}  // namespace
+
+Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
+  const NodeSelector include(index, s.nodes_to_quantize, s.op_types_to_quantize, "--nodes_to_quantize",
+                             "--op_types_to_quantize");
+  const NodeSelector exclude(index, s.nodes_to_exclude, s.op_types_to_exclude, "--nodes_to_exclude",
+                             "--op_types_to_exclude");
+  Int4Plan plan;
+  for (int i = 0; i < index.num_nodes(); ++i) {
+    const onnx::NodeProto& n = index.node(i);
+    if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
+    std::string why;
+    int axis = 0;
+    if (!include.empty() && !include.Selects(i)) {
+      why = "not selected by --nodes_to_quantize / --op_types_to_quantize";
+    } else if (exclude.Selects(i)) {
+      why = "excluded by " + exclude.Why(i);
+    } else {
+      why = Ineligible(index, n, &axis);
+    }
+    if (!why.empty()) {
+      plan.left_in_float.emplace_back(i, why);
+      continue;
+    }
+    plan.targets.push_back({i, n.input(1), n.input(0), axis});
+  }
+  return plan;
+}
+
+BlockGram::BlockGram(int64_t k, int64_t block)
+    : k_(k), block_(block), data_(static_cast<size_t>(((k + block - 1) / block) * block * block), 0.0), row_(static_cast<size_t>(k)) {}
+
+void BlockGram::AddRows(const float* x, int64_t rows) {
+  const int64_t nb = num_blocks();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * k_;
+    for (int64_t j = 0; j < k_; ++j) row_[j] = std::isfinite(in[j]) ? static_cast<double>(in[j]) : 0.0;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t len = std::min(block_, k_ - b * block_);
+      const double* xb = row_.data() + b * block_;
+      double* g = data_.data() + b * block_ * block_;
+      for (int64_t i = 0; i < len; ++i) {
+        const double xi = xb[i];
+        if (xi == 0.0) continue;  // ReLU/GELU outputs are often exactly 0.
+        double* gi = g + i * block_;
+        for (int64_t j = i; j < len; ++j) gi[j] += xi * xb[j];
+      }
+    }
+  }
+  rows_ += rows;
+}
+
+void BlockGram::Merge(const BlockGram& other) {
+  if (other.k_ != k_ || other.block_ != block_) {
+    throw Error(fmt::format("internal: merging Gram matrices of K {} block {} and K {} block {}", k_, block_, other.k_,
+                            other.block_));
+  }
+  for (size_t i = 0; i < data_.size(); ++i) data_[i] += other.data_[i];
+  rows_ += other.rows_;
+}
+
+namespace {
+
+// Output error dw^T G dw of one block column from the upper triangle of G (row stride `ld`).
+double BlockError(const double* g, int64_t ld, const double* dw, int64_t len) {
+  double e = 0.0;
+  for (int64_t i = 0; i < len; ++i) {
+    const double* gi = g + i * ld;
+    double cross = 0.0;
+    for (int64_t j = i + 1; j < len; ++j) cross += gi[j] * dw[j];
+    e += dw[i] * (gi[i] * dw[i] + 2.0 * cross);
+  }
+  return e;
+}
+
+class WeightQuantizer {
+ public:
+  WeightQuantizer(const std::vector<float>& w, const BlockedLayout& layout, const BlockGram* gram,
+                  const Int4WeightOptions& o, Int4Weight* out)
+      : w_(w), l_(layout), gram_(gram), o_(o), out_(out), min_scale_(o.half_scales ? kDegenerateScale : kMinScale) {
+    // Computed from integers so that 1 - 0.05 * s gives the same float on every platform.
+    for (int s = 1; s < 1000; ++s) {
+      const double alpha = 1.0 - o.alpha_step * s;
+      if (alpha < o.alpha_min - 1e-9 || alpha <= 0.0) break;
+      alphas_.push_back(static_cast<float>(alpha));
+    }
+  }
+
+  // Output columns are (o, i) pairs; each is quantized independently, so splitting them across
+  // threads gives the same bytes as one thread.
+  void Run() {
+    const int64_t columns = l_.outer * l_.inner;
+    q_.assign(static_cast<size_t>(l_.num_elements()), 0);
+    out_->scales.assign(static_cast<size_t>(l_.num_scales()), 0.0f);
+    if (o_.zero_point) out_->zero_points.assign(static_cast<size_t>(l_.num_scales()), 0);
+    clipped_.assign(static_cast<size_t>(columns), 0);
+    const int threads = static_cast<int>(std::clamp<int64_t>(o_.threads, 1, std::max<int64_t>(columns / 8, 1)));
+    if (threads == 1) {
+      Columns(0, columns);
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([this, t, threads, columns] { Columns(columns * t / threads, columns * (t + 1) / threads); });
+      }
+      for (auto& th : pool) th.join();
+    }
+    for (int64_t c : clipped_) out_->clipped_blocks += c;
+    if (o_.zero_point) {
+      std::vector<uint8_t> u(q_.size());
+      for (size_t e = 0; e < q_.size(); ++e) u[e] = static_cast<uint8_t>(q_[e]);
+      out_->packed = PackUint4(u);
+    } else {
+      out_->packed = PackInt4(q_);
+    }
+  }
+
+ private:
+  Int4BlockParams Params(const float* w, int64_t stride, int64_t len, float alpha) const {
+    Int4BlockParams p = BlockParams(w, stride, len, alpha, o_.zero_point, min_scale_);
+    // The search must judge the scale the model will really use.
+    if (o_.half_scales) p.scale = std::max(HalfToFloat(FloatToHalf(p.scale)), kDegenerateScale);
+    return p;
+  }
+
+  void Columns(int64_t begin, int64_t end) {
+    std::vector<double> dw(static_cast<size_t>(l_.block));
+    const int64_t nb = l_.num_blocks();
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t o = c / l_.inner, i = c % l_.inner;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t k0 = b * l_.block, len = std::min(l_.block, l_.k - k0);
+        const int64_t first = (o * l_.k + k0) * l_.inner + i;
+        const float* w = w_.data() + first;
+        Int4BlockParams best = Params(w, l_.inner, len, 1.0f);
+        if (gram_ != nullptr) {
+          double best_err = OutputError(w, len, best, b, dw.data());
+          bool clipped = false;
+          // Descending alphas (0.95 .. 0.50 by default); only a strictly smaller error wins.
+          for (float alpha : alphas_) {
+            const Int4BlockParams p = Params(w, l_.inner, len, alpha);
+            const double err = OutputError(w, len, p, b, dw.data());
+            if (err < best_err) best_err = err, best = p, clipped = true;
+          }
+          clipped_[static_cast<size_t>(c)] += clipped;
+        }
+        const auto s = static_cast<size_t>((o * nb + b) * l_.inner + i);
+        out_->scales[s] = best.scale;
+        if (o_.zero_point) out_->zero_points[s] = best.zero_point;
+        for (int64_t j = 0; j < len; ++j) {
+          const float v = w[j * l_.inner];
+          q_[static_cast<size_t>(first + j * l_.inner)] =
+              o_.zero_point ? static_cast<int8_t>(QuantizeUint4(v, best.scale, best.zero_point))
+                            : QuantizeInt4(v, best.scale);
+        }
+      }
+    }
+  }
+
+  double OutputError(const float* w, int64_t len, const Int4BlockParams& p, int64_t block, double* dw) const {
+    for (int64_t j = 0; j < len; ++j) {
+      const float v = w[j * l_.inner];
+      dw[j] = std::isfinite(v) ? static_cast<double>(QuantDequant(v, p, o_.zero_point)) - v : 0.0;
+    }
+    return BlockError(gram_->Block(block), l_.block, dw, len);
+  }
+
+  const std::vector<float>& w_;
+  BlockedLayout l_;
+  const BlockGram* gram_;
+  Int4WeightOptions o_;
+  Int4Weight* out_;
+  float min_scale_;
+  std::vector<int8_t> q_;  // INT4 values, or UINT4 values 0..15 held in int8
+  std::vector<int64_t> clipped_;
+  std::vector<float> alphas_;
+};
+
+}  // namespace
+
+Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
+                              const BlockGram* gram, const Int4WeightOptions& options) {
+  Int4Weight out;
+  out.layout = MakeBlockedLayout(shape, axis, options.block_size);
+  out.scale_shape = out.layout.ScaleShape(shape, axis);
+  if (static_cast<int64_t>(w.size()) != out.layout.num_elements()) {
+    throw Error(fmt::format("internal: weight holds {} values, shape needs {}", w.size(), out.layout.num_elements()));
+  }
+  // The Gram describes K rows of one activation; it applies to each output column only when the
+  // weight is a single [K, N] / [N, K] matrix (a batched MatMul weight multiplies other rows).
+  if (gram != nullptr && shape.size() != 2) gram = nullptr;
+  if (gram != nullptr && (gram->k() != out.layout.k || gram->block() != out.layout.block)) {
+    throw Error(fmt::format("internal: Gram of K {} block {} for a weight of K {} block {}", gram->k(), gram->block(),
+                            out.layout.k, out.layout.block));
+  }
+  WeightQuantizer(w, out.layout, gram, options, &out).Run();
+  return out;
+}
+
+namespace {
+
+class Int4Rewriter {
+ public:
+  Int4Rewriter(onnx::ModelProto* model, const Int4RewriteOptions& options)
+      : graph_(model->mutable_graph()), index_(*graph_), options_(options) {
+    for (const auto& t : graph_->initializer()) names_.insert(t.name());
+    for (const auto& v : graph_->input()) names_.insert(v.name());
+    for (const auto& n : graph_->node()) {
+      names_.insert(n.name());
+      for (const auto& o : n.output()) names_.insert(o);
+    }
+  }
+
+  Int4RewriteStats Run(const Int4Plan& plan) {
+    before_.resize(static_cast<size_t>(graph_->node_size()));
+    // One quantized copy per (weight, K axis): consumers sharing a weight share its DQ, and their
+    // activations' Grams add up (the error that matters is the sum over every consumer).
+    std::map<std::pair<std::string, int>, std::vector<const Int4Target*>> groups;
+    for (const auto& t : plan.targets) groups[{t.weight, t.axis}].push_back(&t);
+    std::vector<std::pair<int, std::string>> rewires;
+    for (const auto& [key, targets] : groups) {
+      const std::string dq_out = AddWeight(key.first, key.second, targets);
+      for (const auto* t : targets) rewires.emplace_back(t->node, dq_out);
+    }
+    for (const auto& [node, name] : rewires) graph_->mutable_node(node)->set_input(1, name);
+    stats_.nodes = static_cast<int>(rewires.size());
+    Reassemble();
+    DropUnused(groups);
+    return stats_;
+  }
+
+ private:
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+  // The Gram for a group, or null (RTN) when any consumer's activation has none: a partial sum
+  // would judge the error on some consumers only.
+  std::optional<BlockGram> GroupGram(const std::vector<const Int4Target*>& targets, const BlockedLayout& layout) const {
+    if (options_.grams == nullptr) return std::nullopt;
+    std::optional<BlockGram> sum;
+    std::set<std::string> seen;
+    for (const auto* t : targets) {
+      if (!seen.insert(t->activation).second) continue;
+      auto it = options_.grams->find(t->activation);
+      if (it == options_.grams->end() || it->second.k() != layout.k || it->second.block() != layout.block) return std::nullopt;
+      if (!sum) sum = it->second;
+      else sum->Merge(it->second);
+    }
+    return sum;
+  }
+
+  std::string AddWeight(const std::string& name, int axis, const std::vector<const Int4Target*>& targets) {
+    const onnx::TensorProto& w = *index_.Constant(name);
+    const bool half = w.data_type() == onnx::TensorProto::FLOAT16;
+    const std::vector<float> values = TensorToFloats(w);
+    const std::vector<int64_t> shape = TensorShape(w);
+    if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
+      log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
+    }
+    Int4WeightOptions wo = options_.weight;
+    wo.half_scales = half;
+    const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
+    const std::optional<BlockGram> gram = GroupGram(targets, layout);
+    const Int4Weight q = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
+    stats_.weights += 1;
+    stats_.blocks += layout.num_scales();
+    stats_.clipped_blocks += q.clipped_blocks;
+
+    const std::string q_name = Fresh(name + (options_.weight.zero_point ? "_uint4" : "_int4"));
+    AddInit(q_name, options_.weight.zero_point ? kUint4Type : kInt4Type, shape, q.packed);
+    const std::string s_name = Fresh(name + "_scale");
+    AddInit(s_name, w.data_type(), q.scale_shape, ScaleBytes(q.scales, half));
+    std::vector<std::string> inputs = {q_name, s_name};
+    if (options_.weight.zero_point) {
+      inputs.push_back(Fresh(name + "_zero_point"));
+      AddInit(inputs.back(), kUint4Type, q.scale_shape, PackUint4(q.zero_points));
+    }
+    onnx::NodeProto dq;
+    dq.set_op_type("DequantizeLinear");
+    dq.set_name(Fresh(name + "_DequantizeLinear"));
+    for (const auto& i : inputs) dq.add_input(i);
+    const std::string out = Fresh(name + "_DequantizeLinear_Output");
+    dq.add_output(out);
+    AddIntAttr(&dq, "axis", axis);
+    AddIntAttr(&dq, "block_size", layout.block);
+    int first = targets.front()->node;
+    for (const auto* t : targets) first = std::min(first, t->node);
+    before_[static_cast<size_t>(first)].push_back(std::move(dq));
+    return out;
+  }
+
+  static std::string ScaleBytes(const std::vector<float>& scales, bool half) {
+    if (!half) return std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
+    std::vector<uint16_t> h(scales.size());
+    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(scales[i]);
+    return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(uint16_t));
+  }
+
+  void AddInit(const std::string& name, int32_t type, const std::vector<int64_t>& dims, const std::string& bytes) {
+    auto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (auto d : dims) t->add_dims(d);
+    t->set_raw_data(bytes);
+  }
+
+  static void AddIntAttr(onnx::NodeProto* n, const std::string& name, int64_t value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+  }
+
+  void Reassemble() {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < graph_->node_size(); ++i) {
+      for (auto& n : before_[static_cast<size_t>(i)]) *nodes.Add() = std::move(n);
+      *nodes.Add() = std::move(*graph_->mutable_node(i));
+    }
+    graph_->mutable_node()->Swap(&nodes);
+  }
+
+  // Float weights that nothing reads any more (initializer or Constant node, and their value_info).
+  template <typename Groups>
+  void DropUnused(const Groups& groups) {
+    std::set<std::string> used;
+    for (const auto& n : graph_->node())
+      for (const auto& i : n.input()) used.insert(i);
+    for (const auto& o : graph_->output()) used.insert(o.name());
+    std::set<std::string> dead;
+    for (const auto& [key, targets] : groups) {
+      if (!used.count(key.first)) dead.insert(key.first);
+    }
+    auto* inits = graph_->mutable_initializer();
+    inits->erase(std::remove_if(inits->begin(), inits->end(), [&](const onnx::TensorProto& t) { return dead.count(t.name()) > 0; }),
+                 inits->end());
+    auto* nodes = graph_->mutable_node();
+    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
+                                [&](const onnx::NodeProto& n) {
+                                  return n.op_type() == "Constant" && n.output_size() == 1 && dead.count(n.output(0)) > 0;
+                                }),
+                 nodes->end());
+    auto* infos = graph_->mutable_value_info();
+    infos->erase(std::remove_if(infos->begin(), infos->end(), [&](const onnx::ValueInfoProto& v) { return dead.count(v.name()) > 0; }),
+                 infos->end());
+  }
+
+  onnx::GraphProto* graph_;
+  GraphIndex index_;
+  Int4RewriteOptions options_;
+  std::set<std::string> names_;
+  std::vector<std::vector<onnx::NodeProto>> before_;
+  Int4RewriteStats stats_;
+};
+
+}  // namespace
+
+Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options) {
+  return Int4Rewriter(model, options).Run(plan);
+}
+
+}  // namespace ptqkit

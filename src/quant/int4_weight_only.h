@@ -1,0 +1,127 @@
+// INT4 weight-only quantization: which MatMul/Gemm weights become blocked 4-bit initializers,
+// how each block's clipping is chosen, and the graph rewrite that stores them.
+//
+//  - PlanInt4Targets picks MatMul and Gemm nodes whose weight (input B) is a constant of rank >= 2
+//    in float32 or float16, after the user's node/op-type selectors; every other MatMul/Gemm is
+//    listed with the reason it stays float. Activations are never quantized.
+//  - BlockGram holds, for one activation tensor X (all tokens/samples as rows, K columns), the
+//    block-diagonal Gram matrices G_b = X_b^T X_b in float64, one per K-block. For a block column
+//    w_b of the weight and its quantized copy, the block's squared output error summed over every
+//    row is exactly dw^T G_b dw (dw = qdq(w_b) - w_b), so the AWQ-clip search needs no stored
+//    activations and no extra inference: memory is K x block_size doubles per activation,
+//    independent of the number of samples, and one streaming pass fills all of them.
+//  - QuantizeInt4Weight chooses, per (block, output column), the clipping ratio alpha in
+//    {0.50, 0.55, ..., 1.00} (by default) with the least output error (ties keep the larger alpha, so a block
+//    with no activation energy gets plain round-to-nearest), or alpha = 1 everywhere without a Gram
+//    (RTN).
+//  - RewriteInt4 replaces each target's weight input by DequantizeLinear(w_q, scale[, zp], axis,
+//    block_size) (opset 21) and drops float weights nothing reads any more.
+// Free functions and a value type; thread-safe for distinct objects.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx/graph_index.h"
+#include "quant/int4_numerics.h"
+
+namespace ptqkit {
+
+struct Int4Target {
+  int node = -1;           // MatMul or Gemm
+  std::string weight;      // input 1
+  std::string activation;  // input 0: the rows that multiply the weight
+  int axis = 0;            // the weight's K axis: rank-2 for MatMul, 1 for Gemm transB=1, else 0
+};
+
+struct Int4Plan {
+  std::vector<Int4Target> targets;                        // graph order
+  std::vector<std::pair<int, std::string>> left_in_float;  // (MatMul/Gemm node, why), graph order
+};
+
+struct Int4Selection {
+  std::vector<std::string> op_types_to_quantize;
+  std::vector<std::string> op_types_to_exclude;
+  std::vector<std::string> nodes_to_quantize;
+  std::vector<std::string> nodes_to_exclude;
+};
+
+// Throws ptqkit::Error for an invalid selector regex.
+Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& selection);
+
+class BlockGram {
+ public:
+  // REQUIRES: k >= 1, 1 <= block <= k.
+  BlockGram(int64_t k, int64_t block);
+
+  int64_t k() const { return k_; }
+  int64_t block() const { return block_; }
+  int64_t num_blocks() const { return (k_ + block_ - 1) / block_; }
+  int64_t rows() const { return rows_; }
+  // Adds `rows` rows of K values (row-major). Non-finite values count as 0: one NaN activation
+  // must not poison every error of its block.
+  void AddRows(const float* x, int64_t rows);
+  // Adds another Gram of the same K and block (a second consumer of the same weight).
+  // Throws ptqkit::Error when the shapes differ.
+  void Merge(const BlockGram& other);
+  // Block b's matrix, block() x block() row-major (only the upper triangle i <= j is filled;
+  // a short last block uses its leading len x len corner).
+  const double* Block(int64_t b) const { return data_.data() + b * block_ * block_; }
+
+ private:
+  int64_t k_;
+  int64_t block_;
+  int64_t rows_ = 0;
+  std::vector<double> data_;
+  std::vector<double> row_;
+};
+
+struct Int4WeightOptions {
+  int64_t block_size = 128;  // -1: one block spanning K
+  bool zero_point = false;   // UINT4 + zero points instead of symmetric INT4
+  bool half_scales = false;  // float16 weight: scales are stored (and searched) as float16
+  // AWQ-clip candidates: alpha = 1 - s * alpha_step for s = 1, 2, ... while alpha >= alpha_min
+  // (ModelOpt's awqclip_alpha_step / awqclip_alpha_min), besides alpha = 1.
+  double alpha_min = 0.5;
+  double alpha_step = 0.05;
+  int threads = 1;           // the clip search splits output columns across threads
+};
+
+struct Int4Weight {
+  BlockedLayout layout;
+  std::vector<int64_t> scale_shape;
+  std::string packed;                // the 4-bit values, two per byte
+  std::vector<float> scales;         // layout.num_scales(), in scale-index order
+  std::vector<uint8_t> zero_points;  // same, UINT4 only
+  int64_t clipped_blocks = 0;        // blocks whose alpha < 1
+};
+
+// Quantizes one weight of `shape` (float32 values) blocked along `axis`. `gram` (may be null:
+// RTN) must describe the K axis with the same block; it is used only when the weight is [K, N]
+// or [N, K] (rank 2). Deterministic whatever the thread count. Throws ptqkit::Error for a bad
+// axis/block or a Gram of another shape.
+Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
+                              const BlockGram* gram, const Int4WeightOptions& options);
+
+struct Int4RewriteOptions {
+  Int4WeightOptions weight;
+  // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
+  const std::map<std::string, BlockGram>* grams = nullptr;
+};
+
+struct Int4RewriteStats {
+  int weights = 0;  // quantized weight tensors (one per weight and K axis)
+  int nodes = 0;    // MatMul/Gemm nodes now reading a DequantizeLinear
+  int64_t blocks = 0;
+  int64_t clipped_blocks = 0;
+};
+
+// REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
+// model's opset is >= 21 (blocked DequantizeLinear, INT4/UINT4 types).
+Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
+
+}  // namespace ptqkit

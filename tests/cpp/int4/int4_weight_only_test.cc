@@ -1,0 +1,204 @@
+// INT4 weight-only: the block Gram matrices, the AWQ-clip search checked against a brute-force
+// output error on explicit activations, target selection, and the graph rewrite.
+#include "quant/int4_weight_only.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "onnx/graph_builder.h"
+#include "quant/numerics.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit {
+namespace {
+
+std::vector<float> Normal(size_t n, uint64_t seed, float sd = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(BlockGram, EqualsXtXOnEachDiagonalBlock) {
+  const int64_t k = 10, block = 4, rows = 13;
+  std::vector<float> x = Normal(static_cast<size_t>(rows * k), 1);
+  x[5] = std::numeric_limits<float>::quiet_NaN();  // counts as 0
+  BlockGram g(k, block);
+  g.AddRows(x.data(), 6);
+  g.AddRows(x.data() + 6 * k, rows - 6);  // batches add up
+  EXPECT_EQ(g.rows(), rows);
+  EXPECT_EQ(g.num_blocks(), 3);
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t len = std::min(block, k - b * block);
+    for (int64_t i = 0; i < len; ++i) {
+      for (int64_t j = i; j < len; ++j) {
+        double want = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float a = x[r * k + b * block + i], c = x[r * k + b * block + j];
+          want += (std::isnan(a) ? 0.0 : a) * (std::isnan(c) ? 0.0 : c);
+        }
+        EXPECT_NEAR(g.Block(b)[i * block + j], want, 1e-9) << b << " " << i << " " << j;
+      }
+    }
+  }
+}
+
+// Sum over rows of (x . (qdq(w) - w))^2 for one output column, computed directly.
+double DirectError(const std::vector<float>& x, int64_t rows, int64_t k, const std::vector<float>& w_col,
+                   const std::vector<float>& wq_col) {
+  double e = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double d = 0;
+    for (int64_t j = 0; j < k; ++j) d += static_cast<double>(x[r * k + j]) * (wq_col[j] - w_col[j]);
+    e += d * d;
+  }
+  return e;
+}
+
+TEST(AwqClip, PicksTheAlphaWithTheLeastOutputErrorPerBlock) {
+  // Activations with a few strong channels (as in real models) and weights with outliers, so
+  // clipping pays off in some blocks and not in others.
+  const int64_t k = 12, n = 5, block = 4, rows = 64;
+  std::vector<float> x = Normal(static_cast<size_t>(rows * k), 2);
+  for (int64_t r = 0; r < rows; ++r) x[r * k + 3] *= 8.0f;
+  std::vector<float> w = Normal(static_cast<size_t>(k * n), 3, 0.1f);  // MatMul [K, N]
+  w[1 * n + 2] = 0.9f;
+  w[6 * n + 0] = -0.7f;
+  BlockGram g(k, block);
+  g.AddRows(x.data(), rows);
+  for (bool zp : {false, true}) {
+    Int4WeightOptions o;
+    o.block_size = block;
+    o.zero_point = zp;
+    const Int4Weight awq = QuantizeInt4Weight(w, {k, n}, 0, &g, o);
+    const Int4Weight rtn = QuantizeInt4Weight(w, {k, n}, 0, nullptr, o);
+    EXPECT_EQ(rtn.clipped_blocks, 0);
+    EXPECT_GT(awq.clipped_blocks, 0);
+    for (int64_t c = 0; c < n; ++c) {
+      for (int64_t b = 0; b < 3; ++b) {
+        // Brute force over the same alphas, error on explicit rows of this block only.
+        std::vector<float> xb(static_cast<size_t>(rows * block)), wb(block);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < block; ++j) xb[r * block + j] = x[r * k + b * block + j];
+        for (int64_t j = 0; j < block; ++j) wb[j] = w[(b * block + j) * n + c];
+        double best = 1e300;
+        float best_scale = 0;
+        for (int s = 0; s <= 10; ++s) {
+          const float alpha = static_cast<float>(1.0 - 0.05 * s);
+          const Int4BlockParams p = BlockParams(wb.data(), 1, block, alpha, zp, kMinScale);
+          std::vector<float> wq(block);
+          for (int64_t j = 0; j < block; ++j) wq[j] = QuantDequant(wb[j], p, zp);
+          const double e = DirectError(xb, rows, block, wb, wq);
+          if (e < best * (1 - 1e-9)) best = e, best_scale = p.scale;
+        }
+        EXPECT_FLOAT_EQ(awq.scales[b * n + c], best_scale) << "zp " << zp << " column " << c << " block " << b;
+      }
+    }
+  }
+}
+
+TEST(AwqClip, DoesNotDependOnTheThreadCountAndNeverLosesToRtn) {
+  const int64_t k = 64, n = 48, rows = 40;
+  std::vector<float> x = Normal(static_cast<size_t>(rows * k), 4);
+  const std::vector<float> w = Normal(static_cast<size_t>(k * n), 5, 0.05f);  // Gemm transB [N, K] view
+  BlockGram g(k, 16);
+  g.AddRows(x.data(), rows);
+  Int4WeightOptions o;
+  o.block_size = 16;
+  const Int4Weight one = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  o.threads = 7;
+  const Int4Weight many = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  EXPECT_EQ(one.packed, many.packed);
+  EXPECT_EQ(one.scales, many.scales);
+  EXPECT_EQ(one.scale_shape, (std::vector<int64_t>{n, 4}));
+  const Int4Weight rtn = QuantizeInt4Weight(w, {n, k}, 1, nullptr, o);
+  // Total output error over the rows: the search never does worse than RTN.
+  auto total = [&](const Int4Weight& q) {
+    const std::vector<int8_t> v = UnpackInt4(q.packed, n * k);
+    double e = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double d = 0;
+        for (int64_t j = 0; j < k; ++j) d += x[r * k + j] * (v[c * k + j] * q.scales[c * 4 + j / 16] - w[c * k + j]);
+        e += d * d;
+      }
+    return e;
+  };
+  EXPECT_LT(total(one), total(rtn));
+}
+
+onnx::ModelProto PlanModel() {
+  GraphBuilder b;
+  b.Input("x", {-1, 32}).Weight("w_mm", {32, 24}).Weight("w_gemm", {16, 24}).Weight("w_ta", {32, 8});
+  b.ConstantWeight("w_const", {16, 8}).Weight("bias", {16}).Weight("w_rank1", {8});
+  b.Node("MatMul", {"x", "w_mm"}, {"h1"}, "mm");
+  b.Node("Gemm", {"h1", "w_gemm", "bias"}, {"h2"}, "gemm_tb", {{"transB", {1}}});
+  b.Node("MatMul", {"h2", "w_const"}, {"h3"}, "mm_const");
+  b.Node("Gemm", {"x", "w_ta"}, {"h4"}, "gemm_ta", {{"transA", {1}}});
+  b.Node("Transpose", {"h1"}, {"h1t"}, "t");
+  b.Node("MatMul", {"h1", "h1t"}, {"h5"}, "mm_act");
+  b.Node("MatMul", {"h3", "w_rank1"}, {"h6"}, "mm_rank1");
+  b.Output("h3").Output("h6");
+  return b.Build(21);
+}
+
+TEST(Int4Plan, TakesConstantRank2WeightsAndSaysWhyOthersStayFloat) {
+  const onnx::ModelProto m = PlanModel();
+  const GraphIndex index(m.graph());
+  const Int4Plan plan = PlanInt4Targets(index, {});
+  ASSERT_EQ(plan.targets.size(), 3u);
+  EXPECT_EQ(plan.targets[0].weight, "w_mm");
+  EXPECT_EQ(plan.targets[0].axis, 0);
+  EXPECT_EQ(plan.targets[1].weight, "w_gemm");
+  EXPECT_EQ(plan.targets[1].axis, 1);  // transB: [N, K]
+  EXPECT_EQ(plan.targets[2].weight, "w_const");
+  std::map<std::string, std::string> why;
+  for (const auto& [node, reason] : plan.left_in_float) why[index.node(node).name()] = reason;
+  EXPECT_NE(why["gemm_ta"].find("transA"), std::string::npos);
+  EXPECT_NE(why["mm_act"].find("not a constant"), std::string::npos);
+  EXPECT_NE(why["mm_rank1"].find("rank 1"), std::string::npos);
+  const Int4Plan excluded = PlanInt4Targets(index, {{}, {"Gemm"}, {}, {"mm"}});
+  ASSERT_EQ(excluded.targets.size(), 1u);
+  EXPECT_EQ(excluded.targets[0].weight, "w_const");
+}
+
+TEST(Int4Rewrite, StoresPackedInt4WithABlockedDequantizeLinear) {
+  onnx::ModelProto m = PlanModel();
+  const GraphIndex index(m.graph());
+  const Int4Plan plan = PlanInt4Targets(index, {});
+  Int4RewriteOptions o;
+  o.weight.block_size = 10;  // K = 32 and 24 and 16: short last blocks
+  o.weight.zero_point = true;
+  const Int4RewriteStats stats = RewriteInt4(&m, plan, o);
+  EXPECT_EQ(stats.weights, 3);
+  EXPECT_EQ(stats.nodes, 3);
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : m.graph().initializer()) inits[t.name()] = &t;
+  EXPECT_FALSE(inits.count("w_mm"));    // float weights nothing reads are gone
+  EXPECT_FALSE(inits.count("w_gemm"));
+  EXPECT_TRUE(inits.count("w_ta"));     // untouched
+  ASSERT_TRUE(inits.count("w_mm_uint4"));
+  EXPECT_EQ(inits["w_mm_uint4"]->data_type(), 21);
+  EXPECT_EQ(inits["w_mm_uint4"]->raw_data().size(), 32u * 24u / 2u);
+  EXPECT_EQ(TensorShape(*inits["w_mm_scale"]), (std::vector<int64_t>{4, 24}));
+  EXPECT_EQ(TensorShape(*inits["w_gemm_scale"]), (std::vector<int64_t>{16, 3}));
+  EXPECT_EQ(TensorShape(*inits["w_gemm_zero_point"]), (std::vector<int64_t>{16, 3}));
+  int constants = 0, dqs = 0;
+  for (int i = 0; i < m.graph().node_size(); ++i) {
+    const auto& n = m.graph().node(i);
+    constants += n.op_type() == "Constant";
+    if (n.op_type() != "DequantizeLinear") continue;
+    ++dqs;
+    EXPECT_EQ(IntAttribute(n, "block_size", 0), 10);
+    // Placed right before its consumer, which reads its output as input B.
+    EXPECT_EQ(m.graph().node(i + 1).input(1), n.output(0));
+  }
+  EXPECT_EQ(dqs, 3);
+  EXPECT_EQ(constants, 0);  // the Constant weight was replaced too
+}
+
+}  // namespace
+}  // namespace ptqkit
