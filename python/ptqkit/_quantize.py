@@ -25,6 +25,10 @@ def quantize(
     nodes_to_quantize=None,
     nodes_to_exclude=None,
     dq_only: bool = False,
+    block_size: int = 128,
+    use_zero_point: bool = False,
+    awqclip_alpha_step: float = 0.05,
+    awqclip_alpha_min: float = 0.5,
     high_precision_dtype: str = "fp32",
     output_path=None,
     use_external_data_format: bool = False,
@@ -75,6 +79,8 @@ def quantize(
     o.nodes_to_quantize = _options.names(nodes_to_quantize, "nodes_to_quantize")
     o.nodes_to_exclude = _options.names(nodes_to_exclude, "nodes_to_exclude")
     o.dq_only = bool(dq_only)
+    _set_int4(o, block_size=int(block_size), use_zero_point=bool(use_zero_point),
+              awqclip_alpha_step=float(awqclip_alpha_step), awqclip_alpha_min=float(awqclip_alpha_min))
     o.high_precision_dtype = high_precision_dtype
     o.op_types_to_exclude_fp16 = _options.names(op_types_to_exclude_fp16, "op_types_to_exclude_fp16")
     o.direct_io_types = bool(direct_io_types)
@@ -85,6 +91,20 @@ def quantize(
     report = _ptqkit.quantize(o, data.arrays, log_level, _options.path(log_file))
     _log_summary(report)
     return report
+
+
+_INT4_DEFAULTS = {"block_size": 128, "use_zero_point": False, "awqclip_alpha_step": 0.05,
+                  "awqclip_alpha_min": 0.5}
+
+
+def _set_int4(o, **values) -> None:
+    """The int4 options, on a library built with the int4 mode; on one without it they may only
+    keep their defaults (which then mean nothing)."""
+    for name, value in values.items():
+        if hasattr(o, name):
+            setattr(o, name, value)
+        elif value != _INT4_DEFAULTS[name]:
+            raise _ptqkit.Error(f"{name}: this ptqkit build has no int4 mode")
 
 
 def _log_summary(r: dict) -> None:

@@ -75,8 +75,15 @@ class LogSettings {
   bool has_file_;
 };
 
+// The method the run used (the mode's default when none was given), where the report has it.
+template <typename Report>
+void AddCalibrationMethod(py::dict& d, const Report& r) {
+  if constexpr (requires { r.calibration_method; }) d["calibration_method"] = r.calibration_method;
+}
+
 py::dict ReportToDict(const QuantizeReport& r) {
   py::dict d;
+  AddCalibrationMethod(d, r);
   d["output_path"] = r.output_path;
   d["original_opset"] = r.original_opset;
   d["output_opset"] = r.output_opset;
@@ -208,9 +215,23 @@ std::map<std::string, int64_t> ModelInputRanks(const std::string& path) {
   return ranks;
 }
 
+// The int4 options arrive with the int4 mode; bound when the struct has them, so this binding
+// builds before and after that change (Python checks hasattr before setting them).
+template <typename Options>
+void BindInt4Options(py::class_<Options>& c) {
+  if constexpr (requires { &Options::block_size; }) c.def_readwrite("block_size", &Options::block_size);
+  if constexpr (requires { &Options::use_zero_point; }) c.def_readwrite("use_zero_point", &Options::use_zero_point);
+  if constexpr (requires { &Options::awqclip_alpha_step; }) {
+    c.def_readwrite("awqclip_alpha_step", &Options::awqclip_alpha_step);
+  }
+  if constexpr (requires { &Options::awqclip_alpha_min; }) {
+    c.def_readwrite("awqclip_alpha_min", &Options::awqclip_alpha_min);
+  }
+}
+
 void BindQuantizeOptions(py::module_& m) {
-  py::class_<QuantizeOptions>(m, "QuantizeOptions", "ptqkit::QuantizeOptions (defaults = the CLI's)")
-      .def(py::init<>())
+  py::class_<QuantizeOptions> options(m, "QuantizeOptions", "ptqkit::QuantizeOptions (defaults = the CLI's)");
+  options.def(py::init<>())
       .def_readwrite("onnx_path", &QuantizeOptions::onnx_path)
       .def_readwrite("output_path", &QuantizeOptions::output_path)
       .def_readwrite("quantize_mode", &QuantizeOptions::quantize_mode)
@@ -234,6 +255,7 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
       .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
+  BindInt4Options(options);
 }
 
 void BindSensitivityOptions(py::module_& m) {
