@@ -5,7 +5,10 @@ find_package(ONNX REQUIRED CONFIG)
 find_package(nlohmann_json REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
-find_package(GTest REQUIRED)
+# A wheel build (pip install ., SKBUILD) builds neither tests nor benchmarks.
+if(NOT SKBUILD)
+  find_package(GTest REQUIRED)
+endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(MINIZIP REQUIRED IMPORTED_TARGET minizip)
 
