@@ -57,6 +57,26 @@ void TranslateErrors(std::exception_ptr p) {
   }
 }
 
+// Library messages go to the Python logger "ptqkit" (so applications route and filter them as
+// they do their own); `python -m ptqkit` restores the CLI's stderr output while it runs.
+void ForwardLogsToPython() {
+  log::SetSink([](log::Level level, std::string_view message) {
+    py::gil_scoped_acquire gil;
+    try {
+      static const int kPythonLevels[] = {10, 20, 30, 40};  // DEBUG, INFO, WARNING, ERROR
+      py::module_::import("logging").attr("getLogger")("ptqkit").attr("log")(
+          kPythonLevels[static_cast<int>(level)], std::string(message));
+    } catch (const py::error_already_set&) {
+      // A failing logging handler must not turn a quantization into an error.
+    }
+  });
+}
+
+struct CliLogging {
+  CliLogging() { log::SetSink(nullptr); }
+  ~CliLogging() { ForwardLogsToPython(); }
+};
+
 // The CLI's --log_level / --log_file for the length of one call. The level stays set (as after a
 // CLI run); the log file is closed again so calls do not leak into each other's files.
 class LogSettings {
@@ -312,7 +332,12 @@ PYBIND11_MODULE(_ptqkit, m) {
   m.def("parse_shape_list", &ptqkit::ParseShapeList, py::arg("text"));
   m.def("model_input_ranks", &ModelInputRanks, py::arg("onnx_path"));
   m.def("run_cli", [](const std::vector<std::string>& args) {
+    CliLogging cli_logging;
     py::gil_scoped_release release;
     return RunCli(args);
   }, py::arg("args"));
+
+  ForwardLogsToPython();
+  // The interpreter must not be called into after it has started shutting down.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { ptqkit::log::SetSink(nullptr); }));
 }

@@ -16,6 +16,7 @@ std::mutex g_mutex;
 std::atomic<Level> g_level{Level::kInfo};
 std::atomic<int> g_warnings{0};
 std::ofstream* g_file = nullptr;
+Sink g_sink;
 
 const char* Tag(Level level) {
   switch (level) {
@@ -58,9 +59,22 @@ void SetFile(const std::string& path) {
 void Write(Level level, std::string_view message) {
   if (level == Level::kWarning) ++g_warnings;
   if (level < g_level) return;
+  Sink sink;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_file) *g_file << "[" << Tag(level) << "] " << message << "\n" << std::flush;
+    if (!g_sink) {
+      std::fprintf(stderr, "[ptqkit %s] %.*s\n", Tag(level), static_cast<int>(message.size()), message.data());
+      return;
+    }
+    sink = g_sink;
+  }
+  sink(level, message);  // outside the lock: a sink may take other locks (Python's GIL)
+}
+
+void SetSink(Sink sink) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stderr, "[ptqkit %s] %.*s\n", Tag(level), static_cast<int>(message.size()), message.data());
-  if (g_file) *g_file << "[" << Tag(level) << "] " << message << "\n" << std::flush;
+  g_sink = std::move(sink);
 }
 
 int WarningCount() { return g_warnings; }
