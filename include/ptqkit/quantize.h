@@ -32,7 +32,8 @@ struct QuantizeOptions {
   uint64_t synthetic_seed = 0;
 
   // int8/fp8: max | entropy | percentile (activation ranges); int4: rtn | awq_clip | awq_lite
-  // (weight clipping). "" = the mode's default, as in ModelOpt: entropy for int8/fp8, awq_clip for int4.
+  // (weight clipping; awq_lite: activation-aware input-channel scaling, 1/s applied by a Mul on
+  // the activation). "" = the mode's default, as in ModelOpt: entropy for int8/fp8, awq_clip for int4.
   std::string calibration_method;
   double percentile = 99.999;
   std::map<std::string, std::vector<int64_t>> calibration_shapes;  // input -> shape; axis 0 = batch

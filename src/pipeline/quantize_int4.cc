@@ -28,12 +28,7 @@ constexpr int64_t kInt4IrVersion = 10;
 
 std::string ResolveMethod(const QuantizeOptions& o) {
   const std::string m = o.calibration_method.empty() ? "awq_clip" : o.calibration_method;
-  if (m == "awq_lite") {
-    throw Error("--calibration_method awq_lite (activation-aware per-channel scaling) is not implemented in this "
-                "version of ptqkit; use awq_clip (the int4 default) or rtn",
-                Error::Kind::kUnsupported);
-  }
-  if (m != "rtn" && m != "awq_clip") {
+  if (m != "rtn" && m != "awq_clip" && m != "awq_lite") {
     throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode int4 (expected rtn, awq_clip "
                             "or awq_lite; max, entropy and percentile calibrate int8/fp8 activations)",
                             m));
@@ -193,10 +188,11 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   rewrite.weight.alpha_min = o.awqclip_alpha_min;
   rewrite.weight.alpha_step = o.awqclip_alpha_step;
   rewrite.weight.threads = threads;
+  rewrite.weight.awq_lite = method == "awq_lite";
 
   std::optional<GramCapture> capture;
   const auto calib_start = Clock::now();
-  if (method == "awq_clip") {
+  if (method != "rtn") {  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass
     DataRequest data_request{o.calibration_data_path,
                              o.calibration_tensors ? &*o.calibration_tensors : nullptr,
                              o.num_synthetic_samples,
@@ -215,7 +211,13 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
 
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
   report.qdq_pairs = stats.weights;
-  log::Info("int4: {} weight(s), {} block(s), {} clipped by awq_clip", stats.weights, stats.blocks, stats.clipped_blocks);
+  if (method == "awq_lite") {
+    log::Info("int4: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
+              stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
+  } else {
+    log::Info("int4: {} weight(s), {} block(s), {} clipped by awq_clip", stats.weights, stats.blocks,
+              stats.clipped_blocks);
+  }
 
   if (o.high_precision_dtype != "fp32") {
     LowPrecisionOptions low;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <thread>
@@ -79,13 +80,20 @@ Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
 }
 
 BlockGram::BlockGram(int64_t k, int64_t block)
-    : k_(k), block_(block), data_(static_cast<size_t>(((k + block - 1) / block) * block * block), 0.0), row_(static_cast<size_t>(k)) {}
+    : k_(k),
+      block_(block),
+      data_(static_cast<size_t>(((k + block - 1) / block) * block * block), 0.0),
+      abs_sum_(static_cast<size_t>(k), 0.0),
+      row_(static_cast<size_t>(k)) {}
 
 void BlockGram::AddRows(const float* x, int64_t rows) {
   const int64_t nb = num_blocks();
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * k_;
-    for (int64_t j = 0; j < k_; ++j) row_[j] = std::isfinite(in[j]) ? static_cast<double>(in[j]) : 0.0;
+    for (int64_t j = 0; j < k_; ++j) {
+      row_[j] = std::isfinite(in[j]) ? static_cast<double>(in[j]) : 0.0;
+      abs_sum_[j] += std::fabs(row_[j]);
+    }
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t len = std::min(block_, k_ - b * block_);
       const double* xb = row_.data() + b * block_;
@@ -107,7 +115,53 @@ void BlockGram::Merge(const BlockGram& other) {
                             other.block_));
   }
   for (size_t i = 0; i < data_.size(); ++i) data_[i] += other.data_[i];
+  for (size_t i = 0; i < abs_sum_.size(); ++i) abs_sum_[i] += other.abs_sum_[i];
   rows_ += other.rows_;
+}
+
+std::vector<double> BlockGram::MeanAbs() const {
+  std::vector<double> m(abs_sum_.size(), 0.0);
+  if (rows_ == 0) return m;
+  for (size_t i = 0; i < m.size(); ++i) m[i] = abs_sum_[i] / static_cast<double>(rows_);
+  return m;
+}
+
+BlockGram BlockGram::Scaled(const std::vector<float>& factor) const {
+  if (static_cast<int64_t>(factor.size()) != k_) {
+    throw Error(fmt::format("internal: {} channel factors for a Gram of K {}", factor.size(), k_));
+  }
+  BlockGram g = *this;
+  for (int64_t b = 0; b < num_blocks(); ++b) {
+    const int64_t k0 = b * block_, len = std::min(block_, k_ - k0);
+    double* d = g.data_.data() + b * block_ * block_;
+    for (int64_t i = 0; i < len; ++i) {
+      for (int64_t j = i; j < len; ++j) d[i * block_ + j] *= static_cast<double>(factor[k0 + i]) * factor[k0 + j];
+    }
+  }
+  for (int64_t k = 0; k < k_; ++k) g.abs_sum_[k] *= std::fabs(static_cast<double>(factor[k]));
+  return g;
+}
+
+std::vector<float> AwqLiteInputScales(const std::vector<double>& mean_abs, double alpha) {
+  std::vector<float> s(mean_abs.size(), 1.0f);
+  double hi = 0.0;
+  for (double m : mean_abs) {
+    if (std::isfinite(m) && m > hi) hi = m;
+  }
+  if (alpha == 0.0 || !(hi > 0.0)) return s;
+  const double floor = hi * 1e-4;
+  std::vector<double> p(mean_abs.size());
+  double pmax = 0.0, pmin = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < p.size(); ++k) {
+    const double m = std::isfinite(mean_abs[k]) && mean_abs[k] > floor ? mean_abs[k] : floor;
+    p[k] = std::pow(m, alpha);
+    pmax = std::max(pmax, p[k]);
+    pmin = std::min(pmin, p[k]);
+  }
+  // The ratio max/min is at most 1e4^alpha, so every s (and 1/s) lies within [1e-2, 1e2].
+  const double norm = std::sqrt(pmax * pmin);
+  for (size_t k = 0; k < p.size(); ++k) s[k] = static_cast<float>(p[k] / norm);
+  return s;
 }
 
 namespace {
@@ -122,6 +176,68 @@ double BlockError(const double* g, int64_t ld, const double* dw, int64_t len) {
     e += dw[i] * (gi[i] * dw[i] + 2.0 * cross);
   }
   return e;
+}
+
+// A block's parameters as the model will use them: the search must judge the real scale.
+Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float alpha, const Int4WeightOptions& o,
+                             float min_scale) {
+  Int4BlockParams p = BlockParams(w, stride, len, alpha, o.zero_point, min_scale);
+  if (o.half_scales) p.scale = std::max(HalfToFloat(FloatToHalf(p.scale)), kDegenerateScale);
+  return p;
+}
+
+// Threads for a per-column job over `columns` output columns (at least 8 columns each).
+int ColumnThreads(int threads, int64_t columns) {
+  return static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(columns / 8, 1)));
+}
+
+// Runs fn(begin, end) over [0, columns) split into contiguous ranges, one per thread.
+template <typename Fn>
+void ForColumns(int threads, int64_t columns, const Fn& fn) {
+  if (threads == 1) {
+    fn(int64_t{0}, columns);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&fn, t, threads, columns] { fn(columns * t / threads, columns * (t + 1) / threads); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// awq_lite's modelled output error of storing Q(diag(s) W) (RTN, blocks of the layout) while the
+// activation is multiplied by `inv` (1/s): per output column and block, dw^T G_b dw with
+// dw_j = inv_j * qdq(s_j w_j) - w_j, i.e. the squared output change summed over every calibration
+// row under the block-diagonal approximation of X^T X (cross-block terms are not in the Gram).
+// Per-column errors are summed in column order, so the result does not depend on the threads.
+double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& scaled, const std::vector<float>& inv,
+                      const BlockedLayout& l, const BlockGram& g, const Int4WeightOptions& o) {
+  const float min_scale = o.half_scales ? kDegenerateScale : kMinScale;
+  const int64_t columns = l.outer * l.inner, nb = l.num_blocks();
+  std::vector<double> column_error(static_cast<size_t>(columns), 0.0);
+  ForColumns(ColumnThreads(o.threads, columns), columns, [&](int64_t begin, int64_t end) {
+    std::vector<double> dw(static_cast<size_t>(l.block));
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t oo = c / l.inner, i = c % l.inner;
+      double e = 0.0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t k0 = b * l.block, len = std::min(l.block, l.k - k0);
+        const int64_t first = (oo * l.k + k0) * l.inner + i;
+        const float* ws = scaled.data() + first;
+        const Int4BlockParams p = SearchParams(ws, l.inner, len, 1.0f, o, min_scale);
+        for (int64_t j = 0; j < len; ++j) {
+          const float v = w[static_cast<size_t>(first + j * l.inner)];
+          const double deq = static_cast<double>(QuantDequant(ws[j * l.inner], p, o.zero_point));
+          dw[static_cast<size_t>(j)] = std::isfinite(v) ? static_cast<double>(inv[static_cast<size_t>(k0 + j)]) * deq - v : 0.0;
+        }
+        e += BlockError(g.Block(b), l.block, dw.data(), len);
+      }
+      column_error[static_cast<size_t>(c)] = e;
+    }
+  });
+  double total = 0.0;
+  for (double e : column_error) total += e;
+  return total;
 }
 
 class WeightQuantizer {
@@ -145,16 +261,7 @@ class WeightQuantizer {
     out_->scales.assign(static_cast<size_t>(l_.num_scales()), 0.0f);
     if (o_.zero_point) out_->zero_points.assign(static_cast<size_t>(l_.num_scales()), 0);
     clipped_.assign(static_cast<size_t>(columns), 0);
-    const int threads = static_cast<int>(std::clamp<int64_t>(o_.threads, 1, std::max<int64_t>(columns / 8, 1)));
-    if (threads == 1) {
-      Columns(0, columns);
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([this, t, threads, columns] { Columns(columns * t / threads, columns * (t + 1) / threads); });
-      }
-      for (auto& th : pool) th.join();
-    }
+    ForColumns(ColumnThreads(o_.threads, columns), columns, [this](int64_t begin, int64_t end) { Columns(begin, end); });
     for (int64_t c : clipped_) out_->clipped_blocks += c;
     if (o_.zero_point) {
       std::vector<uint8_t> u(q_.size());
@@ -167,10 +274,7 @@ class WeightQuantizer {
 
  private:
   Int4BlockParams Params(const float* w, int64_t stride, int64_t len, float alpha) const {
-    Int4BlockParams p = BlockParams(w, stride, len, alpha, o_.zero_point, min_scale_);
-    // The search must judge the scale the model will really use.
-    if (o_.half_scales) p.scale = std::max(HalfToFloat(FloatToHalf(p.scale)), kDegenerateScale);
-    return p;
+    return SearchParams(w, stride, len, alpha, o_, min_scale_);
   }
 
   void Columns(int64_t begin, int64_t end) {
@@ -226,6 +330,45 @@ class WeightQuantizer {
   std::vector<float> alphas_;
 };
 
+// awq_lite on one weight (options without awq_lite: they describe the clip search that follows).
+void AwqLite(const std::vector<float>& w, const BlockGram& gram, const Int4WeightOptions& options, Int4Weight* out) {
+  const BlockedLayout& l = out->layout;
+  const std::vector<double> magnitude = gram.MeanAbs();
+  std::vector<float> scaled(w.size()), inv(static_cast<size_t>(l.k)), best_scaled, best_inv;
+  double best_error = 0.0;
+  int best = 0;
+  for (int t = 0; t <= kAwqLiteAlphaSteps; ++t) {
+    const double alpha = static_cast<double>(t) / kAwqLiteAlphaSteps;
+    const std::vector<float> s = AwqLiteInputScales(magnitude, alpha);
+    for (int64_t k = 0; k < l.k; ++k) {
+      const float r = 1.0f / s[static_cast<size_t>(k)];
+      // The factor the Mul will hold: float16 for a float16 model.
+      inv[static_cast<size_t>(k)] = options.half_scales ? HalfToFloat(FloatToHalf(r)) : r;
+    }
+    for (size_t e = 0; e < w.size(); ++e) {
+      scaled[e] = w[e] * s[static_cast<size_t>((static_cast<int64_t>(e) / l.inner) % l.k)];
+    }
+    const double error = ScaledRtnError(w, scaled, inv, l, gram, options);
+    out->awq_lite_errors.push_back(error);
+    // Only a strictly smaller error wins: ties keep the smaller alpha (t = 0 is plain RTN).
+    if (t == 0 || error < best_error) {
+      best_error = error;
+      best = t;
+      best_scaled = scaled;
+      best_inv = inv;
+    }
+  }
+  if (best == 0) {  // no scaling: the clip search on the original weight, i.e. awq_clip
+    WeightQuantizer(w, l, &gram, options, out).Run();
+    return;
+  }
+  out->awq_lite_alpha = static_cast<double>(best) / kAwqLiteAlphaSteps;
+  // The scaled weight multiplies x * (1/s): its clip search uses that activation's Gram.
+  const BlockGram scaled_gram = gram.Scaled(best_inv);
+  out->activation_scales = std::move(best_inv);
+  WeightQuantizer(best_scaled, l, &scaled_gram, options, out).Run();
+}
+
 }  // namespace
 
 Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
@@ -242,6 +385,13 @@ Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int
   if (gram != nullptr && (gram->k() != out.layout.k || gram->block() != out.layout.block)) {
     throw Error(fmt::format("internal: Gram of K {} block {} for a weight of K {} block {}", gram->k(), gram->block(),
                             out.layout.k, out.layout.block));
+  }
+  if (options.awq_lite) {
+    Int4WeightOptions rtn = options;
+    rtn.awq_lite = false;
+    if (gram != nullptr) AwqLite(w, *gram, rtn, &out);
+    else WeightQuantizer(w, out.layout, nullptr, rtn, &out).Run();
+    return out;
   }
   WeightQuantizer(w, out.layout, gram, options, &out).Run();
   return out;
@@ -273,6 +423,7 @@ class Int4Rewriter {
       for (const auto* t : targets) rewires.emplace_back(t->node, dq_out);
     }
     for (const auto& [node, name] : rewires) graph_->mutable_node(node)->set_input(1, name);
+    for (const auto& [node, name] : activation_rewires_) graph_->mutable_node(node)->set_input(0, name);
     stats_.nodes = static_cast<int>(rewires.size());
     Reassemble();
     DropUnused(groups);
@@ -340,7 +491,33 @@ class Int4Rewriter {
     int first = targets.front()->node;
     for (const auto* t : targets) first = std::min(first, t->node);
     before_[static_cast<size_t>(first)].push_back(std::move(dq));
+    if (!q.activation_scales.empty()) AddActivationScaling(name, w.data_type(), half, q, targets);
     return out;
+  }
+
+  // awq_lite: the weight now stores Q(diag(s) W), so each consumer's activation is multiplied by
+  // 1/s first. One [K] initializer per weight; one Mul per consumer, feeding that consumer only
+  // (another node reading the same activation, with its own weight and scales, is untouched).
+  void AddActivationScaling(const std::string& name, int32_t type, bool half, const Int4Weight& q,
+                            const std::vector<const Int4Target*>& targets) {
+    const std::string inv_name = Fresh(name + "_awq_lite_inv_scale");
+    AddInit(inv_name, type, {q.layout.k}, ScaleBytes(q.activation_scales, half));
+    for (const auto* t : targets) {
+      onnx::NodeProto mul;
+      mul.set_op_type("Mul");
+      const std::string& consumer = index_.node(t->node).name();
+      mul.set_name(Fresh((consumer.empty() ? name : consumer) + "_awq_lite_Mul"));
+      mul.add_input(t->activation);
+      mul.add_input(inv_name);
+      const std::string out = Fresh(t->activation + "_awq_lite_scaled");
+      mul.add_output(out);
+      before_[static_cast<size_t>(t->node)].push_back(std::move(mul));
+      activation_rewires_.emplace_back(t->node, out);
+      stats_.scale_muls += 1;
+    }
+    stats_.scaled_weights += 1;
+    log::Debug("int4 awq_lite: weight '{}' alpha {:.2f}, {} consumer(s) read Mul(activation, 1/s)", name,
+               q.awq_lite_alpha, targets.size());
   }
 
   static std::string ScaleBytes(const std::vector<float>& scales, bool half) {
@@ -404,6 +581,7 @@ class Int4Rewriter {
   Int4RewriteOptions options_;
   std::set<std::string> names_;
   std::vector<std::vector<onnx::NodeProto>> before_;
+  std::vector<std::pair<int, std::string>> activation_rewires_;  // (node, its new input A)
   Int4RewriteStats stats_;
 };
 

@@ -14,8 +14,23 @@
 //    {0.50, 0.55, ..., 1.00} (by default) with the least output error (ties keep the larger alpha, so a block
 //    with no activation energy gets plain round-to-nearest), or alpha = 1 everywhere without a Gram
 //    (RTN).
+//  - awq_lite (activation-aware scaling): the same pass also sums |x_k| per input channel k, so
+//    a_k = mean |x_k| over every row. For alpha in {0, 0.05, ..., 1} (kAwqLiteAlphaSteps + 1
+//    values) the input scales are s_k = a_k^alpha normalised by sqrt(max * min) (so they stay
+//    around 1), the weight stores Q(diag(s) W) and the model computes (x * (1/s)) Q(diag(s) W).
+//    Each alpha is judged by the modelled output error sum_blocks tr(dW^T G_b dW),
+//    dW = diag(1/s) RTN(diag(s) W) - W, on the block-diagonal Grams; the least error wins, ties go
+//    to the smaller alpha (alpha = 0 is RTN, so the modelled error never exceeds RTN's). The
+//    scaled weight is then quantized with the AWQ-clip search on the Gram of x * (1/s) (ModelOpt
+//    runs the scale search and the clip search as two steps too), so awq_lite with alpha = 0 is
+//    exactly awq_clip. The block-diagonal G_b approximates the full
+//    X^T X (the error terms between blocks are left out): it is what the capture keeps, at K x
+//    block_size doubles per activation.
 //  - RewriteInt4 replaces each target's weight input by DequantizeLinear(w_q, scale[, zp], axis,
-//    block_size) (opset 21) and drops float weights nothing reads any more.
+//    block_size) (opset 21) and drops float weights nothing reads any more. An awq_lite weight
+//    whose chosen alpha is > 0 also gets a [K] initializer 1/s (the weight's float type) and, on
+//    each consumer, Mul(activation, 1/s) feeding that consumer's input A only (consumers of the
+//    same activation with other weights keep their own Mul and scales).
 // Free functions and a value type; thread-safe for distinct objects.
 #pragma once
 
@@ -71,14 +86,29 @@ class BlockGram {
   // Block b's matrix, block() x block() row-major (only the upper triangle i <= j is filled;
   // a short last block uses its leading len x len corner).
   const double* Block(int64_t b) const { return data_.data() + b * block_ * block_; }
+  // mean |x_k| over every row added (non-finite values count as 0); all 0 before any row.
+  std::vector<double> MeanAbs() const;
+  // The Gram of the activation with channel k multiplied by factor[k] (K values):
+  // G'_b[i][j] = G_b[i][j] * factor[i] * factor[j]; the magnitudes scale the same way.
+  BlockGram Scaled(const std::vector<float>& factor) const;
 
  private:
   int64_t k_;
   int64_t block_;
   int64_t rows_ = 0;
   std::vector<double> data_;
+  std::vector<double> abs_sum_;  // sum over rows of |x_k|, for awq_lite
   std::vector<double> row_;
 };
+
+// awq_lite's grid: alpha = t / kAwqLiteAlphaSteps for t = 0 .. kAwqLiteAlphaSteps (step 0.05).
+constexpr int kAwqLiteAlphaSteps = 20;
+
+// awq_lite's input-channel scales for activation magnitudes `mean_abs` (K values) and `alpha`:
+// s_k = m_k^alpha / sqrt(max_j m_j^alpha * min_j m_j^alpha), where m_k is mean_abs[k] floored at
+// 1e-4 x its largest value (a dead or non-finite channel gets the floor, so 1/s stays finite).
+// All ones when alpha is 0 or no channel has a positive, finite magnitude.
+std::vector<float> AwqLiteInputScales(const std::vector<double>& mean_abs, double alpha);
 
 struct Int4WeightOptions {
   int64_t block_size = 128;  // -1: one block spanning K
@@ -89,6 +119,9 @@ struct Int4WeightOptions {
   double alpha_min = 0.5;
   double alpha_step = 0.05;
   int threads = 1;           // the clip search splits output columns across threads
+  // awq_lite: per input channel scaling chosen on the Gram (see above), then the clip search on
+  // the scaled weight. Needs a Gram; without one (or for a weight of rank > 2) the weight gets RTN.
+  bool awq_lite = false;
 };
 
 struct Int4Weight {
@@ -98,6 +131,15 @@ struct Int4Weight {
   std::vector<float> scales;         // layout.num_scales(), in scale-index order
   std::vector<uint8_t> zero_points;  // same, UINT4 only
   int64_t clipped_blocks = 0;        // blocks whose alpha < 1
+  // awq_lite: the chosen alpha and the factor the activation is multiplied by, per K channel
+  // (1/s, rounded to float16 for a float16 weight: the value the model will use). Empty when
+  // awq_lite was not run or chose alpha = 0 (the weight is then plain RTN).
+  double awq_lite_alpha = 0.0;
+  std::vector<float> activation_scales;
+  // awq_lite: the modelled output error of RTN on the scaled weight for each alpha of the grid
+  // (index t: alpha t / 20), before the clip search; element 0 is RTN's. Empty when awq_lite was
+  // not run.
+  std::vector<double> awq_lite_errors;
 };
 
 // Quantizes one weight of `shape` (float32 values) blocked along `axis`. `gram` (may be null:
@@ -118,6 +160,8 @@ struct Int4RewriteStats {
   int nodes = 0;    // MatMul/Gemm nodes now reading a DequantizeLinear
   int64_t blocks = 0;
   int64_t clipped_blocks = 0;
+  int scaled_weights = 0;  // awq_lite weights with alpha > 0 (their consumers read a Mul)
+  int scale_muls = 0;      // Mul nodes inserted for them
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
