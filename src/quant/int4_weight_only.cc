@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "onnx/float16.h"
+#include "onnx/graph_editor.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
 #include "quant/selectors.h"
@@ -402,17 +403,9 @@ namespace {
 class Int4Rewriter {
  public:
   Int4Rewriter(onnx::ModelProto* model, const Int4RewriteOptions& options)
-      : graph_(model->mutable_graph()), index_(*graph_), options_(options) {
-    for (const auto& t : graph_->initializer()) names_.insert(t.name());
-    for (const auto& v : graph_->input()) names_.insert(v.name());
-    for (const auto& n : graph_->node()) {
-      names_.insert(n.name());
-      for (const auto& o : n.output()) names_.insert(o);
-    }
-  }
+      : graph_(model->mutable_graph()), index_(*graph_), options_(options), editor_(graph_) {}
 
   Int4RewriteStats Run(const Int4Plan& plan) {
-    before_.resize(static_cast<size_t>(graph_->node_size()));
     // One quantized copy per (weight, K axis): consumers sharing a weight share its DQ, and their
     // activations' Grams add up (the error that matters is the sum over every consumer).
     std::map<std::pair<std::string, int>, std::vector<const Int4Target*>> groups;
@@ -425,18 +418,13 @@ class Int4Rewriter {
     for (const auto& [node, name] : rewires) graph_->mutable_node(node)->set_input(1, name);
     for (const auto& [node, name] : activation_rewires_) graph_->mutable_node(node)->set_input(0, name);
     stats_.nodes = static_cast<int>(rewires.size());
-    Reassemble();
+    editor_.Splice();
     DropUnused(groups);
     return stats_;
   }
 
  private:
-  std::string Fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
+  std::string Fresh(const std::string& base) { return editor_.Fresh(base); }
 
   // The Gram for a group, or null (RTN) when any consumer's activation has none: a partial sum
   // would judge the error on some consumers only.
@@ -490,7 +478,7 @@ class Int4Rewriter {
     AddIntAttr(&dq, "block_size", layout.block);
     int first = targets.front()->node;
     for (const auto* t : targets) first = std::min(first, t->node);
-    before_[static_cast<size_t>(first)].push_back(std::move(dq));
+    editor_.InsertBefore(first, std::move(dq));
     if (!q.activation_scales.empty()) AddActivationScaling(name, w.data_type(), half, q, targets);
     return out;
   }
@@ -511,7 +499,7 @@ class Int4Rewriter {
       mul.add_input(inv_name);
       const std::string out = Fresh(t->activation + "_awq_lite_scaled");
       mul.add_output(out);
-      before_[static_cast<size_t>(t->node)].push_back(std::move(mul));
+      editor_.InsertBefore(t->node, std::move(mul));
       activation_rewires_.emplace_back(t->node, out);
       stats_.scale_muls += 1;
     }
@@ -542,15 +530,6 @@ class Int4Rewriter {
     a->set_i(value);
   }
 
-  void Reassemble() {
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    for (int i = 0; i < graph_->node_size(); ++i) {
-      for (auto& n : before_[static_cast<size_t>(i)]) *nodes.Add() = std::move(n);
-      *nodes.Add() = std::move(*graph_->mutable_node(i));
-    }
-    graph_->mutable_node()->Swap(&nodes);
-  }
-
   // Float weights that nothing reads any more (initializer or Constant node, and their value_info).
   template <typename Groups>
   void DropUnused(const Groups& groups) {
@@ -579,8 +558,7 @@ class Int4Rewriter {
   onnx::GraphProto* graph_;
   GraphIndex index_;
   Int4RewriteOptions options_;
-  std::set<std::string> names_;
-  std::vector<std::vector<onnx::NodeProto>> before_;
+  GraphEditor editor_;
   std::vector<std::pair<int, std::string>> activation_rewires_;  // (node, its new input A)
   Int4RewriteStats stats_;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
@@ -18,37 +19,24 @@ class Rewriter {
       : graph_(model->mutable_graph()),
         index_(*graph_),
         options_(options),
+        editor_(graph_, options.reserved_names),
         fp8_(options.format == QuantFormat::kFloat8E4M3FN),
-        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax) {
-    for (const auto& t : graph_->initializer()) names_.insert(t.name());
-    if (options.reserved_names) names_.insert(options.reserved_names->begin(), options.reserved_names->end());
-    for (const auto& v : graph_->input()) names_.insert(v.name());
-    for (const auto& n : graph_->node()) {
-      names_.insert(n.name());
-      for (const auto& o : n.output()) names_.insert(o);
-    }
-  }
+        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax) {}
 
   RewriteStats Run(const Placement& plan, const std::map<std::string, float>& amax) {
-    before_.resize(static_cast<size_t>(graph_->node_size()));
     std::vector<std::pair<TensorUse, std::string>> rewires;
     for (const auto& q : plan.tensors) {
       const std::string dq_out = q.is_weight ? AddWeight(q) : AddActivation(q, amax);
       for (const auto& use : q.uses) rewires.emplace_back(use, dq_out);
     }
     for (const auto& [use, name] : rewires) graph_->mutable_node(use.node)->set_input(use.input, name);
-    Reassemble();
+    editor_.Splice();
     if (options_.dq_only) DropUnusedWeights(plan);
     return stats_;
   }
 
  private:
-  std::string Fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
+  std::string Fresh(const std::string& base) { return editor_.Fresh(base); }
 
   static int FirstUse(const QuantizedTensor& q) {
     int first = q.uses.front().node;
@@ -100,8 +88,8 @@ class Rewriter {
                       const std::string& zero_point, int axis, int before) {
     const std::string q_out = Fresh(base + "_QuantizeLinear_Output");
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    before_[before].push_back(MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"), {source, scale, zero_point}, q_out, axis));
-    before_[before].push_back(MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {q_out, scale, zero_point}, dq_out, axis));
+    editor_.InsertBefore(before, MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"), {source, scale, zero_point}, q_out, axis));
+    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {q_out, scale, zero_point}, dq_out, axis));
     ++stats_.qdq_pairs;
     return dq_out;
   }
@@ -141,7 +129,7 @@ class Rewriter {
     const std::string qname = Fresh(base + "_quantized");
     AddQuantizedInit(qname, shape, QuantizeWeight(values, shape, q.axis, scales));
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    before_[before].push_back(MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {qname, scale, zp}, dq_out, q.axis));
+    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {qname, scale, zp}, dq_out, q.axis));
     ++stats_.qdq_pairs;
     return dq_out;
   }
@@ -165,15 +153,6 @@ class Rewriter {
       bytes[i] = fp8_ ? static_cast<char>(QuantizeFloat8E4M3FN(values[i], s)) : static_cast<char>(QuantizeInt8(values[i], s));
     }
     return bytes;
-  }
-
-  void Reassemble() {
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    for (int i = 0; i < graph_->node_size(); ++i) {
-      for (auto& n : before_[i]) *nodes.Add() = std::move(n);
-      *nodes.Add() = std::move(*graph_->mutable_node(i));
-    }
-    graph_->mutable_node()->Swap(&nodes);
   }
 
   // With dq_only the FP32 weights are replaced by INT8 copies; remove the originals (initializer
@@ -204,10 +183,9 @@ class Rewriter {
   onnx::GraphProto* graph_;
   GraphIndex index_;
   RewriteOptions options_;
+  GraphEditor editor_;
   bool fp8_;
   float qmax_;
-  std::set<std::string> names_;
-  std::vector<std::vector<onnx::NodeProto>> before_;
   RewriteStats stats_;
 };
 
