@@ -10,14 +10,13 @@
 #include "calib/method.h"
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
-#include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "pipeline/activation_capture.h"
+#include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "quant/fp16_conversion.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -141,18 +140,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   const RewriteStats stats = InsertQdq(&model, plan, amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
 
-  if (o.high_precision_dtype != "fp32") {
-    LowPrecisionOptions low;
-    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
-    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
-    low.direct_io_types = o.direct_io_types;
-    ConvertToLowPrecision(&model, low);
-    report.output_opset = onnxio::DefaultOpset(model);
-  }
-
-  onnxio::SaveOptions save;
-  save.external_data = o.use_external_data_format;
-  onnxio::SaveModel(model, report.output_path, save);
+  ConvertAndSave(&model, o, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

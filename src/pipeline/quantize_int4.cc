@@ -10,11 +10,10 @@
 #include "base/log.h"
 #include "onnx/float16.h"
 #include "onnx/graph_index.h"
-#include "onnx/model_io.h"
 #include "onnx/model_prep.h"
+#include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
 #include "ptqkit/error.h"
-#include "quant/fp16_conversion.h"
 #include "quant/int4_weight_only.h"
 #include "runtime/session.h"
 
@@ -219,18 +218,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
               stats.clipped_blocks);
   }
 
-  if (o.high_precision_dtype != "fp32") {
-    LowPrecisionOptions low;
-    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
-    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
-    low.direct_io_types = o.direct_io_types;
-    ConvertToLowPrecision(&model, low);
-    report.output_opset = onnxio::DefaultOpset(model);
-  }
-
-  onnxio::SaveOptions save;
-  save.external_data = o.use_external_data_format;
-  onnxio::SaveModel(model, report.output_path, save);
+  ConvertAndSave(&model, o, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

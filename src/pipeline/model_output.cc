@@ -1,0 +1,23 @@
+#include "pipeline/model_output.h"
+
+#include "onnx/model_io.h"
+#include "onnx/model_prep.h"
+#include "quant/fp16_conversion.h"
+
+namespace ptqkit {
+
+void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {
+  if (o.high_precision_dtype != "fp32") {
+    LowPrecisionOptions low;
+    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
+    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
+    low.direct_io_types = o.direct_io_types;
+    ConvertToLowPrecision(model, low);
+    report->output_opset = onnxio::DefaultOpset(*model);
+  }
+  onnxio::SaveOptions save;
+  save.external_data = o.use_external_data_format;
+  onnxio::SaveModel(*model, report->output_path, save);
+}
+
+}  // namespace ptqkit
