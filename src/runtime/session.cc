@@ -147,8 +147,8 @@ DataType InferenceSession::OutputType(const std::string& name) const {
   return it == impl_->output_types.end() ? DataType::kUndefined : it->second;
 }
 
-void InferenceSession::Run(const Batch& feeds, const std::vector<std::string>& outputs,
-                           const std::function<void(const OutputView&)>& sink) {
+void InferenceSession::RunBatch(const Batch& feeds, const std::vector<std::string>& outputs,
+                                const std::function<void(const std::vector<OutputView>&)>& sink) {
   std::vector<const char*> in_names;
   std::vector<Ort::Value> in_values;
   for (const auto& name : impl_->inputs) {
@@ -170,13 +170,23 @@ void InferenceSession::Run(const Batch& feeds, const std::vector<std::string>& o
   } catch (const Ort::Exception& e) {
     throw Error(fmt::format("ONNX Runtime failed to run the model: {}", OneLine(e.what())), Error::Kind::kRuntime);
   }
+  std::vector<std::vector<int64_t>> shapes(results.size());
+  std::vector<OutputView> views;
+  views.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     auto info = results[i].GetTensorTypeAndShapeInfo();
-    const std::vector<int64_t> shape = info.GetShape();
-    const OutputView view{outputs[i], static_cast<DataType>(info.GetElementType()), shape,
-                          results[i].GetTensorRawData(), static_cast<int64_t>(info.GetElementCount())};
-    sink(view);
+    shapes[i] = info.GetShape();
+    views.push_back({outputs[i], static_cast<DataType>(info.GetElementType()), shapes[i],
+                     results[i].GetTensorRawData(), static_cast<int64_t>(info.GetElementCount())});
   }
+  sink(views);
+}
+
+void InferenceSession::Run(const Batch& feeds, const std::vector<std::string>& outputs,
+                           const std::function<void(const OutputView&)>& sink) {
+  RunBatch(feeds, outputs, [&](const std::vector<OutputView>& views) {
+    for (const auto& v : views) sink(v);
+  });
 }
 
 std::vector<HostTensor> InferenceSession::Run(const Batch& feeds, const std::vector<std::string>& outputs) {

@@ -56,6 +56,9 @@ class InferenceSession {
   // REQUIRES: `feeds` has every input of the model. Throws ptqkit::Error (kRuntime).
   void Run(const Batch& feeds, const std::vector<std::string>& outputs,
            const std::function<void(const OutputView&)>& sink);
+  // Same, handing all requested outputs to `sink` at once (so they can be processed in parallel).
+  void RunBatch(const Batch& feeds, const std::vector<std::string>& outputs,
+                const std::function<void(const std::vector<OutputView>&)>& sink);
   // Convenience: runs and returns copies of the outputs, in the order asked.
   std::vector<HostTensor> Run(const Batch& feeds, const std::vector<std::string>& outputs);
 
