@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -112,8 +113,13 @@ int RunExclude(const ExcludeArgs& a) {
 
   const PickResult pick = SuggestExclusion(result.scores, options);
   const ExclusionSummary summary = SummarizeExclusion(result.scores, pick.excluded);
-  for (const auto& warning : pick.warnings) log::Warn("{}", warning);
-  for (const auto& warning : summary.warnings) log::Warn("{}", warning);
+  // Both checks see the same scores; a warning they share (e.g. negative scores) is said once.
+  std::set<std::string> said;
+  for (const auto* list : {&pick.warnings, &summary.warnings}) {
+    for (const auto& warning : *list) {
+      if (said.insert(warning).second) log::Warn("{}", warning);
+    }
+  }
   if (result.calibration_source == "synthetic" && options.threshold) {
     log::Warn(
         "'{}' was scored on synthetic data: its scores are directional only, and an absolute "
