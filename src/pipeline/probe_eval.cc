@@ -104,9 +104,9 @@ ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std
   InferenceSession session(bytes, runtime);
   ProbeOutputs results;
   for (const auto& batch : ref.batches) {
-    Batch feeds;
-    for (const auto& name : session.input_names()) feeds[name] = batch.at(name);
-    auto values = session.Run(feeds, outputs);
+    // The cached batch holds every tensor a probe may read; the session looks up its own inputs
+    // by name, so it is fed in place, without copying activations.
+    auto values = session.Run(batch, outputs);
     std::map<std::string, HostTensor> named;
     for (size_t k = 0; k < outputs.size(); ++k) named[names[k]] = std::move(values[k]);
     results.push_back(std::move(named));
