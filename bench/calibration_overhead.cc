@@ -19,6 +19,7 @@
 
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
+#include "onnx/model_io.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
 #include "quant/placement.h"
@@ -63,11 +64,7 @@ int main(int argc, char** argv) {
   Best ort, exposed, max, entropy;
   // The capture model alone: graph outputs = the observed tensors, no statistics. Separates what
   // ONNX Runtime charges for exposing intermediates from what the collectors cost.
-  onnx::ModelProto capture_model = model.proto;
-  capture_model.mutable_graph()->mutable_output()->Clear();
-  for (const auto& t : plan.ActivationTensors()) capture_model.mutable_graph()->add_output()->set_name(t);
-  std::string capture_bytes;
-  capture_model.SerializeToString(&capture_bytes);
+  const std::string capture_bytes = onnxio::SerializeWithOutputs(model.proto, plan.ActivationTensors());
   for (int r = 0; r < repeats; ++r) {
     {
       const auto t = Clock::now();

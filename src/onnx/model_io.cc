@@ -152,4 +152,13 @@ void SaveModel(const onnx::ModelProto& model, const std::string& path, const Sav
   model_writer.Commit();
 }
 
+std::string SerializeWithOutputs(const onnx::ModelProto& model, const std::vector<std::string>& outputs) {
+  onnx::ModelProto copy = model;
+  copy.mutable_graph()->clear_output();
+  for (const auto& name : outputs) copy.mutable_graph()->add_output()->set_name(name);
+  std::string bytes;
+  copy.SerializeToString(&bytes);
+  return bytes;
+}
+
 }  // namespace ptqkit::onnxio

@@ -21,6 +21,15 @@ PreparedModel LoadPreparedModel(const std::string& path) {
   return m;
 }
 
+DataRequest CalibrationRequest(const QuantizeOptions& o) {
+  return {o.calibration_data_path, o.calibration_tensors ? &*o.calibration_tensors : nullptr,
+          o.num_synthetic_samples, o.synthetic_seed, o.calibration_shapes, o.calibration_batch_size};
+}
+
+RuntimeOptions Runtime(const QuantizeOptions& o) {
+  return {o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+}
+
 CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request) {
   CalibrationData data{[&] {
     if (request.tensors) return CalibrationSet::FromTensors(*request.tensors);

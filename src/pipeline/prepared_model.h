@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "ptqkit/calibration.h"
+#include "ptqkit/quantize.h"
+#include "runtime/session.h"
 
 namespace ptqkit {
 
@@ -39,6 +41,10 @@ struct CalibrationData {
   int64_t batch_size = 1;
   int64_t num_batches = 0;  // batches to use (a fixed model batch may leave a remainder out)
 };
+
+// The data and runtime parts of the quantize options (shared by the INT8/FP8 and INT4 pipelines).
+DataRequest CalibrationRequest(const QuantizeOptions& options);
+RuntimeOptions Runtime(const QuantizeOptions& options);
 
 // Throws ptqkit::Error for data that does not fit the model.
 CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "onnx/model_io.h"
 
 namespace ptqkit {
 namespace {
@@ -32,23 +33,19 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
   for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
   std::set<std::string> graph_inputs;
   for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
-  onnx::ModelProto exposed = model;
   std::vector<std::string> wanted = ref.output_names;
   for (const auto& t : boundaries) {
     if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
-    exposed.mutable_graph()->add_output()->set_name(t);
     wanted.push_back(t);
   }
-  std::string bytes;
-  exposed.SerializeToString(&bytes);
-  InferenceSession session(bytes, runtime);
+  InferenceSession session(onnxio::SerializeWithOutputs(model, wanted), runtime);
   ref.has_boundaries = true;
   size_t cached = 0;
   for (int64_t b = 0; b < eval.count; ++b) {
     Batch batch = set.ReadBatch(b, eval.batch_size);
     std::map<std::string, HostTensor> values;
-    const auto outputs = session.Run(batch, wanted);
-    for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = outputs[k];
+    auto outputs = session.Run(batch, wanted);
+    for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = std::move(outputs[k]);
     for (auto& [name, t] : batch) values[name] = std::move(t);
     for (const auto& [name, t] : values) {
       cached += t.bytes.size();

@@ -100,13 +100,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
   } else {
-    DataRequest data_request{o.calibration_data_path,
-                             o.calibration_tensors ? &*o.calibration_tensors : nullptr,
-                             o.num_synthetic_samples,
-                             o.synthetic_seed,
-                             o.calibration_shapes,
-                             o.calibration_batch_size};
-    CalibrationData data = OpenCalibrationData(prepared, data_request);
+    CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
     report.synthetic_data = data.synthetic;
     CaptureRequest request;
     request.tensors = plan.ActivationTensors();
@@ -114,7 +108,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     request.batch_size = data.batch_size;
     request.num_batches = data.num_batches;
     request.progress = o.progress;
-    RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+    RuntimeOptions runtime = Runtime(o);
     CaptureResult captured = CaptureStatistics(model, data.set, request, runtime);
     for (const auto& t : captured.not_float) plan.DropTensor(t, index, "input is not a float tensor");
     table = std::move(captured.table);

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "onnx/float16.h"
 #include "onnx/graph_index.h"
+#include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
@@ -77,15 +78,8 @@ class GramCapture {
   // Runs the batches; returns the number of samples seen.
   int64_t Run(const CalibrationData& data, const RuntimeOptions& runtime, const std::function<void(int64_t, int64_t)>& progress,
               std::vector<std::string>* providers) {
-    onnx::ModelProto capture = *model_;
-    auto* outputs = capture.mutable_graph()->mutable_output();
-    if (!from_outputs_.empty()) {
-      outputs->Clear();
-      // ONNX Runtime infers the element type of outputs declared by name only.
-      for (const auto& t : from_outputs_) capture.mutable_graph()->add_output()->set_name(t);
-    }
-    std::string bytes;
-    capture.SerializeToString(&bytes);
+    const std::string bytes = from_outputs_.empty() ? model_->SerializeAsString()
+                                                    : onnxio::SerializeWithOutputs(*model_, from_outputs_);
     InferenceSession session(bytes, runtime);
     *providers = session.providers();
     std::vector<std::string> run_outputs = from_outputs_;
@@ -192,17 +186,11 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   std::optional<GramCapture> capture;
   const auto calib_start = Clock::now();
   if (method != "rtn") {  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass
-    DataRequest data_request{o.calibration_data_path,
-                             o.calibration_tensors ? &*o.calibration_tensors : nullptr,
-                             o.num_synthetic_samples,
-                             o.synthetic_seed,
-                             o.calibration_shapes,
-                             o.calibration_batch_size};
-    const CalibrationData data = OpenCalibrationData(prepared, data_request);
+    const CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
     report.synthetic_data = data.synthetic;
     report.batch_size = data.batch_size;
     capture.emplace(model, index, plan, o.block_size);
-    const RuntimeOptions runtime{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+    const RuntimeOptions runtime = Runtime(o);
     report.num_calibration_samples = capture->Run(data, runtime, o.progress, &report.execution_providers);
     rewrite.grams = &capture->grams();
   }
