@@ -29,6 +29,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct Probe {
   std::string target;
   Placement plan;
+  ProbeCut cut;  // filled once the plan is final (after non-float tensors are dropped)
 };
 
 std::vector<std::string> ScopeOpTypes(const GraphIndex& g, const std::vector<std::string>& scope) {
@@ -55,7 +56,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
       PlacementOptions p;
       p.fp8 = o.target_precision == "fp8";
       p.op_types_to_quantize = {t};
-      probes.push_back({t, PlanPlacement(g, p)});
+      probes.push_back({t, PlanPlacement(g, p), {}});
     }
   } else {
     const std::set<std::string> in_scope(types.begin(), types.end());
@@ -64,7 +65,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
       PlacementOptions p;
       p.fp8 = o.target_precision == "fp8";
       p.nodes_to_quantize = {g.node(i).name()};  // an exact name selects that node only
-      probes.push_back({g.node(i).name(), PlanPlacement(g, p)});
+      probes.push_back({g.node(i).name(), PlanPlacement(g, p), {}});
     }
   }
   return probes;
@@ -156,9 +157,10 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   const auto ref_start = Clock::now();
   const EvalBatches eval = ChooseEvalBatches(prepared, data, captured.num_samples);
   std::set<std::string> boundaries;
-  for (const auto& p : probes) {
+  for (auto& p : probes) {
     if (p.plan.tensors.empty()) continue;
-    for (const auto& t : ComputeProbeCut(index, p.plan).boundary) boundaries.insert(t);
+    p.cut = ComputeProbeCut(index, p.plan);
+    boundaries.insert(p.cut.boundary.begin(), p.cut.boundary.end());
   }
   const Reference ref_data = RunReference(model, data.set, eval, boundaries, runtime);
   const double reference_s = Since(ref_start);
@@ -248,7 +250,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
         report_progress();
         continue;
       }
-      const ProbeCut cut = ComputeProbeCut(index, p.plan);
+      const ProbeCut& cut = p.cut;
       if (cut.outputs.empty()) {  // reaches no graph output: identical to FP32
         result.scores[p.target] = 0.0;
         report_progress();
