@@ -15,7 +15,7 @@ namespace ptqkit::python {
 int RunCli(const std::vector<std::string>& args) {
   CLI::App app{"ptqkit: post-training quantization of ONNX models (INT8 Q/DQ for TensorRT and ONNX Runtime)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ptqkit 0.1.0");
+  app.set_version_flag("--version", "ptqkit " PTQKIT_VERSION);
   const cli::Command quantize = cli::RegisterQuantize(app);
   const cli::Command inspect = cli::RegisterInspect(app);
   const cli::Command exclude = cli::RegisterExclude(app);

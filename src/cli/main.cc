@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"ptqkit: post-training quantization of ONNX models (INT8 Q/DQ for TensorRT and ONNX Runtime)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ptqkit 0.1.0");
+  app.set_version_flag("--version", "ptqkit " PTQKIT_VERSION);
   const ptqkit::cli::Command quantize = ptqkit::cli::RegisterQuantize(app);
   const ptqkit::cli::Command inspect = ptqkit::cli::RegisterInspect(app);
   const ptqkit::cli::Command exclude = ptqkit::cli::RegisterExclude(app);

@@ -172,7 +172,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   result.metric = sensitivity::MetricName(metric);
   result.granularity = o.granularity;
   result.target_precision = o.target_precision;
-  result.ptqkit_version = "0.1.0";
+  result.ptqkit_version = PTQKIT_VERSION;
 
   const auto probes_start = Clock::now();
   const onnx::ModelProto skeleton = WithoutInitializers(model);
