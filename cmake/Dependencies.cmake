@@ -1,7 +1,12 @@
-# Finds the dependencies that scripts/setup installs. ONNX Runtime comes from .deps/ (library from
-# the npm package onnxruntime-node, headers from Debian's libonnxruntime-dev), not from the system.
+# Finds the dependencies that scripts/setup installs. ONNX and ONNX Runtime come from .deps/ (ONNX
+# built from its PyPI sources; ONNX Runtime's library from the npm package onnxruntime-node, headers
+# from Debian's libonnxruntime-dev), not from the system.
 find_package(Protobuf REQUIRED)
-find_package(ONNX REQUIRED CONFIG)
+# The ONNX library (protos, checker, shape inference, version converter) that scripts/setup builds
+# from its source distribution; never the distribution's older libonnx-dev.
+set(ONNX_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/.deps/onnx" CACHE PATH
+    "Install prefix of the ONNX library built by scripts/setup")
+find_package(ONNX 1.19 REQUIRED CONFIG PATHS "${ONNX_ROOT}" NO_DEFAULT_PATH)
 find_package(nlohmann_json REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)

@@ -16,10 +16,17 @@ namespace ptqkit {
 namespace fs = std::filesystem;
 
 AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
   if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
 
 void AtomicFileWriter::Stage(const std::string& path, std::string_view bytes) {
+  Open(path);
+  Append(bytes);
+  Finish();
+}
+
+void AtomicFileWriter::Open(const std::string& path) {
   const fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
@@ -42,21 +49,30 @@ void AtomicFileWriter::Stage(const std::string& path, std::string_view bytes) {
   }
   temp_path_ = temp;
   final_path_ = path;
+  fd_ = fd;
+  size_ = 0;
+}
+
+void AtomicFileWriter::Append(std::string_view bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      throw Error(fmt::format("cannot write '{}': {}", path, reason), Error::Kind::kIo);
+      throw Error(fmt::format("cannot write '{}': {}", final_path_, std::strerror(errno)), Error::Kind::kIo);
     }
     done += static_cast<size_t>(n);
   }
+  size_ += bytes.size();
+}
+
+void AtomicFileWriter::Finish() {
   // mkstemp creates 0600 files; give the output the usual permissions.
-  (void)::fchmod(fd, 0644);
+  (void)::fchmod(fd_, 0644);
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) {
-    throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)), Error::Kind::kIo);
+    throw Error(fmt::format("cannot write '{}': {}", final_path_, std::strerror(errno)), Error::Kind::kIo);
   }
 }
 

@@ -5,6 +5,7 @@
 // Not thread-safe; one writer per output file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,12 +20,21 @@ class AtomicFileWriter {
 
   // Throws ptqkit::Error (kIo) naming `path` when its folder is missing or not writable.
   void Stage(const std::string& path, std::string_view bytes);
+  // The same in steps, for outputs too large to hold twice: Open(), Append() or write to fd(),
+  // then Finish(). REQUIRES: Open() succeeded before Append/fd/Finish.
+  void Open(const std::string& path);
+  void Append(std::string_view bytes);
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }
+  void Finish();
   // REQUIRES: Stage() succeeded, or nothing was staged (then Commit does nothing).
   void Commit();
 
  private:
   std::string final_path_;
   std::string temp_path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
 // Stage + Commit of one file, for callers that write a single output.

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "base/atomic_file.h"
+#include "onnx/session_model.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::onnxio {
@@ -98,67 +99,61 @@ onnx::ModelProto LoadModel(const std::string& path) {
 
 namespace {
 
-// Moves large initializers to `data_name` (in the same folder as the model), returning the bytes
-// to write there. Offsets are aligned to 4 KiB pages, as ONNX tools commonly do, so the file
-// can be memory-mapped.
-std::string ExternalizeInitializers(onnx::ModelProto* model, const std::string& data_name, size_t threshold) {
-  std::string blob;
-  for (auto& t : *model->mutable_graph()->mutable_initializer()) {
-    if (!t.has_raw_data() || t.raw_data().size() <= threshold) continue;
-    const size_t aligned = (blob.size() + 4095) / 4096 * 4096;
-    blob.resize(aligned, '\0');
-    const size_t offset = blob.size();
-    const size_t length = t.raw_data().size();
-    blob += t.raw_data();
-    t.clear_raw_data();
-    t.set_data_location(onnx::TensorProto::EXTERNAL);
-    auto add = [&](const char* key, const std::string& value) {
-      auto* entry = t.add_external_data();
-      entry->set_key(key);
-      entry->set_value(value);
-    };
-    add("location", data_name);
-    add("offset", std::to_string(offset));
-    add("length", std::to_string(length));
-  }
-  return blob;
-}
+constexpr uint64_t kDataAlignment = 4096;  // page-aligned offsets, as ONNX tools write, so the file can be mapped
 
 }  // namespace
 
 void SaveModel(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options) {
   const fs::path out(path);
-  bool external = options.external_data || model.ByteSizeLong() >= kProtobufLimit;
-  std::string model_bytes;
-  std::string data_bytes;
-  const std::string data_name = out.filename().string() + ".data";
-  if (external) {
-    onnx::ModelProto copy = model;
-    data_bytes = ExternalizeInitializers(&copy, data_name, options.external_threshold_bytes);
-    if (copy.ByteSizeLong() >= kProtobufLimit) {
-      throw Error(fmt::format("cannot write '{}': the graph is larger than 2 GiB even with weights as external data", path));
-    }
-    // Deterministic serialization keeps output files byte-identical across runs.
-    copy.SerializeToString(&model_bytes);
-  } else {
-    model.SerializeToString(&model_bytes);
-  }
-  // Write the data file first: a model file that exists always has its data beside it.
-  AtomicFileWriter data_writer;
-  if (external) data_writer.Stage((out.parent_path() / data_name).string(), data_bytes);
+  const bool external = options.external_data || model.ByteSizeLong() >= kProtobufLimit;
   AtomicFileWriter model_writer;
+  if (!external) {
+    // Straight from the message into the file: the serialized bytes are never held in memory.
+    model_writer.Open(path);
+    if (!model.SerializeToFileDescriptor(model_writer.fd())) {
+      throw Error(fmt::format("cannot write '{}': serializing the model failed", path), Error::Kind::kIo);
+    }
+    model_writer.Finish();
+    model_writer.Commit();
+    return;
+  }
+  // The large weights go to "<output file name>.data" one tensor at a time, and the model that
+  // points at them is built without copying them. The data file is committed first: a model file
+  // that exists always has its data beside it.
+  const std::string data_name = out.filename().string() + ".data";
+  AtomicFileWriter data_writer;
+  data_writer.Open((out.parent_path() / data_name).string());
+  onnx::ModelProto light =
+      CopyWithoutLargeWeights(model, options.external_threshold_bytes, [&](const onnx::TensorProto& t) {
+        const uint64_t offset = (data_writer.size() + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+        data_writer.Append(std::string(offset - data_writer.size(), '\0'));
+        data_writer.Append(t.raw_data());
+        onnx::TensorProto ref;
+        ref.set_name(t.name());
+        ref.set_data_type(t.data_type());
+        *ref.mutable_dims() = t.dims();
+        ref.set_doc_string(t.doc_string());
+        ref.set_data_location(onnx::TensorProto::EXTERNAL);
+        auto add = [&](const char* key, const std::string& value) {
+          auto* entry = ref.add_external_data();
+          entry->set_key(key);
+          entry->set_value(value);
+        };
+        add("location", data_name);
+        add("offset", std::to_string(offset));
+        add("length", std::to_string(t.raw_data().size()));
+        return ref;
+      });
+  data_writer.Finish();
+  if (light.ByteSizeLong() >= kProtobufLimit) {
+    throw Error(fmt::format("cannot write '{}': the graph is larger than 2 GiB even with weights as external data", path));
+  }
+  std::string model_bytes;
+  // Deterministic serialization keeps output files byte-identical across runs.
+  light.SerializeToString(&model_bytes);
   model_writer.Stage(path, model_bytes);
   data_writer.Commit();
   model_writer.Commit();
-}
-
-std::string SerializeWithOutputs(const onnx::ModelProto& model, const std::vector<std::string>& outputs) {
-  onnx::ModelProto copy = model;
-  copy.mutable_graph()->clear_output();
-  for (const auto& name : outputs) copy.mutable_graph()->add_output()->set_name(name);
-  std::string bytes;
-  copy.SerializeToString(&bytes);
-  return bytes;
 }
 
 }  // namespace ptqkit::onnxio

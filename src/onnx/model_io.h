@@ -30,9 +30,4 @@ struct SaveOptions {
 // REQUIRES: path's folder exists and is writable. Throws ptqkit::Error (kIo) otherwise.
 void SaveModel(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
 
-// The serialized model with its graph outputs replaced by `outputs` (declared by name only; ONNX
-// Runtime infers their types). This is how calibration and the sensitivity reference observe
-// intermediate tensors without changing the user's model.
-std::string SerializeWithOutputs(const onnx::ModelProto& model, const std::vector<std::string>& outputs);
-
 }  // namespace ptqkit::onnxio

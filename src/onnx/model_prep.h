@@ -4,8 +4,7 @@
 //    node can be addressed by --nodes_to_exclude and in sensitivity scores.
 //  - CheckModel refuses what ptqkit does not handle: IR < 7, no default-domain opset, opset newer
 //    than 21, a model that already contains QuantizeLinear/DequantizeLinear.
-//  - UpgradeOpset raises the default-domain opset (7..20) to 13, 19 or 21, converting the ops whose
-//    definition changed on the way; an op that cannot be converted is an error naming it.
+// (Opset upgrades are the ONNX library's version converter: onnx/onnx_library.h.)
 // All functions edit the model in place and throw ptqkit::Error.
 #pragma once
 
@@ -21,7 +20,5 @@ void SetDefaultOpset(onnx::ModelProto* model, int64_t version);
 
 void AssignNodeNames(onnx::GraphProto* graph);
 void CheckModel(const onnx::ModelProto& model, const std::string& path);
-// Returns the opset the model had. REQUIRES: CheckModel passed; target is 13, 19 or 21.
-int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target = 13);
 
 }  // namespace ptqkit::onnxio

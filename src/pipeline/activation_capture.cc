@@ -65,9 +65,7 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
 
   // With nothing to observe inside the graph, the model still runs once per batch on its own
   // outputs (it validates the model and keeps the progress honest).
-  const std::string bytes = from_outputs.empty() ? model.SerializeAsString()
-                                                 : onnxio::SerializeWithOutputs(model, from_outputs);
-  InferenceSession session(bytes, runtime);
+  InferenceSession session(onnxio::MakeSessionModel(model, from_outputs), runtime);
   result.providers = session.providers();
 
   std::vector<std::string> run_outputs;

@@ -2,6 +2,7 @@
 
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "quant/fp16_conversion.h"
 
 namespace ptqkit {
@@ -15,6 +16,8 @@ void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeR
     ConvertToLowPrecision(model, low);
     report->output_opset = onnxio::DefaultOpset(*model);
   }
+  // The library's checker sees every model ptqkit writes: one that fails it is never written.
+  onnxio::CheckOutputModel(*model, report->output_path);
   onnxio::SaveOptions save;
   save.external_data = o.use_external_data_format;
   onnxio::SaveModel(*model, report->output_path, save);

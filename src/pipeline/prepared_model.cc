@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "pipeline/model_inputs.h"
 #include "ptqkit/error.h"
 

@@ -38,7 +38,7 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
     if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
     wanted.push_back(t);
   }
-  InferenceSession session(onnxio::SerializeWithOutputs(model, wanted), runtime);
+  InferenceSession session(onnxio::MakeSessionModel(model, wanted), runtime);
   ref.has_boundaries = true;
   size_t cached = 0;
   for (int64_t b = 0; b < eval.count; ++b) {

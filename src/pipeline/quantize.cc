@@ -11,6 +11,7 @@
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"

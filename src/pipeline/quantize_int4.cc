@@ -12,6 +12,7 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
 #include "ptqkit/error.h"
@@ -78,9 +79,7 @@ class GramCapture {
   // Runs the batches; returns the number of samples seen.
   int64_t Run(const CalibrationData& data, const RuntimeOptions& runtime, const std::function<void(int64_t, int64_t)>& progress,
               std::vector<std::string>* providers) {
-    const std::string bytes = from_outputs_.empty() ? model_->SerializeAsString()
-                                                    : onnxio::SerializeWithOutputs(*model_, from_outputs_);
-    InferenceSession session(bytes, runtime);
+    InferenceSession session(onnxio::MakeSessionModel(*model_, from_outputs_), runtime);
     *providers = session.providers();
     std::vector<std::string> run_outputs = from_outputs_;
     if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still runs the model once

@@ -8,6 +8,7 @@
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/probe_cut.h"

@@ -12,6 +12,7 @@
 #include "onnx/float16.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -81,84 +82,23 @@ std::string Suffix(int32_t type) {
 
 // ---- element types ---------------------------------------------------------------------------
 
-int32_t SubgraphOutputType(const onnx::NodeProto& n, const char* attr, int slot) {
-  const auto* a = FindAttr(n, attr);
-  if (!a || !a->has_g() || slot >= a->g().output_size()) return 0;
-  return a->g().output(slot).type().tensor_type().elem_type();
-}
-
-int32_t ConstantType(const onnx::NodeProto& n) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == "value") return a.t().data_type();
-    if (a.name() == "value_float" || a.name() == "value_floats") return kFloat;
-    if (a.name() == "value_int" || a.name() == "value_ints") return onnx::TensorProto::INT64;
-    if (a.name() == "value_string" || a.name() == "value_strings") return onnx::TensorProto::STRING;
-    if (a.name() == "sparse_value") return a.sparse_tensor().values().data_type();
-  }
-  return 0;
-}
-
-// Element type of output `slot` of `n` from its inputs' types and attributes; 0 when unknown.
-int32_t InferOutputType(const onnx::NodeProto& n, int slot, const std::map<std::string, int32_t>& types) {
-  const auto in = [&](int i) -> int32_t {
-    if (i >= n.input_size() || n.input(i).empty()) return 0;
-    auto it = types.find(n.input(i));
-    return it == types.end() ? 0 : it->second;
+// Element type of every tensor of the top-level graph, from the ONNX library's shape inference
+// (declared inputs, initializers, inferred value_info and outputs). A tensor the library cannot
+// type (an op of another domain) is absent, and the nodes touching it stay float32.
+std::map<std::string, int32_t> InferElemTypes(onnx::ModelProto* model) {
+  const onnx::ModelProto inferred = onnxio::InferShapes(model);
+  const onnx::GraphProto& g = inferred.graph();
+  std::map<std::string, int32_t> types;
+  auto add = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().elem_type() != 0) {
+      types[v.name()] = v.type().tensor_type().elem_type();
+    }
   };
-  static const std::set<std::string> kInt64 = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin", "NonMaxSuppression"};
-  static const std::set<std::string> kBool = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
-                                              "And", "Or", "Xor", "IsNaN", "IsInf"};
-  if (!InDefaultDomain(n)) return 0;
-  const std::string& op = n.op_type();
-  if (op == "Constant") return ConstantType(n);
-  if (op == "Cast") return static_cast<int32_t>(IntAttribute(n, "to", 0));
-  if (op == "CastLike") return in(1);
-  if (kInt64.count(op)) return onnx::TensorProto::INT64;
-  if (kBool.count(op)) return onnx::TensorProto::BOOL;
-  if (op == "QuantizeLinear") {
-    if (in(2)) return in(2);
-    const auto dtype = IntAttribute(n, "output_dtype", 0);
-    return dtype ? static_cast<int32_t>(dtype) : onnx::TensorProto::UINT8;
-  }
-  if (op == "DequantizeLinear") return in(1);
-  if (op == "ConstantOfShape") {
-    const auto* v = FindAttr(n, "value");
-    return v ? v->t().data_type() : kFloat;
-  }
-  if (op == "Where") return in(1);
-  if (op == "If") return SubgraphOutputType(n, "then_branch", slot);
-  if (op == "Loop") return SubgraphOutputType(n, "body", slot + 1);
-  if (op == "Scan") return SubgraphOutputType(n, "body", slot);
-  if ((op == "MaxPool" || op == "TopK" || op == "Unique") && slot >= 1) return onnx::TensorProto::INT64;
-  if (op == "Dropout" && slot == 1) return onnx::TensorProto::BOOL;
-  if (op == "LayerNormalization" && slot >= 1) return static_cast<int32_t>(IntAttribute(n, "stash_type", kFloat));
-  if (op == "BatchNormalization" && slot >= 1) return in(3);
-  if (kFloat16Ops.count(op) || op == "TopK" || op == "Unique") return in(0);
-  return 0;
-}
-
-// Types of every tensor of the top-level graph: declared graph inputs, initializers, then the
-// nodes in order; value_info and declared outputs fill in what the rules do not know.
-std::map<std::string, int32_t> InferElemTypes(const onnx::GraphProto& g) {
-  std::map<std::string, int32_t> types, hints;
-  for (const auto& v : g.value_info()) hints[v.name()] = v.type().tensor_type().elem_type();
-  for (const auto& v : g.output()) hints[v.name()] = v.type().tensor_type().elem_type();
-  for (const auto& v : g.input()) {
-    if (v.type().has_tensor_type()) types[v.name()] = v.type().tensor_type().elem_type();
-  }
+  for (const auto& v : g.input()) add(v);
+  for (const auto& v : g.value_info()) add(v);
+  for (const auto& v : g.output()) add(v);
   for (const auto& t : g.initializer()) types[t.name()] = t.data_type();
   for (const auto& s : g.sparse_initializer()) types[s.values().name()] = s.values().data_type();
-  for (const auto& n : g.node()) {
-    for (int j = 0; j < n.output_size(); ++j) {
-      if (n.output(j).empty()) continue;
-      int32_t t = InferOutputType(n, j, types);
-      if (t == 0) {
-        auto h = hints.find(n.output(j));
-        if (h != hints.end()) t = h->second;
-      }
-      if (t != 0) types[n.output(j)] = t;
-    }
-  }
   return types;
 }
 
@@ -237,7 +177,8 @@ void ConvertTensor(onnx::TensorProto* t, int32_t low, const std::string& what) {
 class Converter {
  public:
   Converter(onnx::ModelProto* model, const LowPrecisionOptions& options)
-      : graph_(model->mutable_graph()),
+      : model_(model),
+        graph_(model->mutable_graph()),
         options_(options),
         low_(options.type),
         ops_(LowPrecisionOpTypes(options.type)),
@@ -245,7 +186,7 @@ class Converter {
 
   LowPrecisionStats Run() {
     CollectNames(*graph_, &names_);
-    types_ = InferElemTypes(*graph_);
+    types_ = InferElemTypes(model_);
     for (const auto& n : graph_->node()) {
       for (const auto& a : n.attribute()) {
         if (a.has_g()) CollectSubgraphReads(a.g(), &subgraph_reads_);
@@ -513,6 +454,7 @@ class Converter {
     for (auto& v : *graph_->mutable_value_info()) update(v);
   }
 
+  onnx::ModelProto* model_;
   onnx::GraphProto* graph_;
   LowPrecisionOptions options_;
   int32_t low_;

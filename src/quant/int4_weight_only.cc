@@ -19,8 +19,8 @@
 namespace ptqkit {
 namespace {
 
-constexpr int32_t kUint4Type = 21;  // ONNX 1.12's enum predates the 4-bit types.
-constexpr int32_t kInt4Type = 22;
+constexpr int32_t kUint4Type = onnx::TensorProto::UINT4;
+constexpr int32_t kInt4Type = onnx::TensorProto::INT4;
 
 bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 

@@ -89,6 +89,9 @@ void CheckExecutionProviderName(const std::string& name) {
 }
 
 struct InferenceSession::Impl {
+  // Views of the caller's large weights, fed as external initializers; ONNX Runtime requires them
+  // to outlive the session, so they are declared before it (destroyed after it).
+  std::vector<Ort::Value> external_weights;
   std::unique_ptr<Ort::Session> session;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
@@ -98,7 +101,11 @@ struct InferenceSession::Impl {
 };
 
 InferenceSession::InferenceSession(const std::string& model_bytes, const RuntimeOptions& options)
+    : InferenceSession(onnxio::SessionModel{model_bytes, {}}, options) {}
+
+InferenceSession::InferenceSession(const onnxio::SessionModel& model, const RuntimeOptions& options)
     : impl_(std::make_unique<Impl>()) {
+  const std::string& model_bytes = model.graph_bytes;
   try {
     // The environment (and its logger) must exist before any other ONNX Runtime call, including
     // the provider queries below.
@@ -115,6 +122,17 @@ InferenceSession::InferenceSession(const std::string& model_bytes, const Runtime
     }
     if (std::find(impl_->providers.begin(), impl_->providers.end(), "cpu") == impl_->providers.end()) {
       impl_->providers.push_back("cpu");  // ONNX Runtime always falls back to CPU
+    }
+    if (!model.weights.empty()) {
+      std::vector<std::string> names;
+      for (const auto& w : model.weights) {
+        names.push_back(w.name);
+        // ONNX Runtime only reads these buffers; the const_cast is its C API's signature.
+        impl_->external_weights.push_back(Ort::Value::CreateTensor(
+            impl_->cpu, const_cast<char*>(w.data), w.size, w.dims.data(), w.dims.size(),
+            static_cast<ONNXTensorElementDataType>(w.data_type)));
+      }
+      so.AddExternalInitializers(names, impl_->external_weights);
     }
     impl_->session = std::make_unique<Ort::Session>(env, model_bytes.data(), model_bytes.size(), so);
     Ort::AllocatorWithDefaultOptions alloc;

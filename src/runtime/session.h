@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx/session_model.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/tensor.h"
 
@@ -43,6 +44,9 @@ class InferenceSession {
   // Throws ptqkit::Error (kRuntime) with ONNX Runtime's message when the model cannot be loaded
   // (for instance an op that no provider implements).
   InferenceSession(const std::string& model_bytes, const RuntimeOptions& options);
+  // A model whose large weights are views (onnx/session_model.h): the only way to run a model
+  // over 2 GiB. REQUIRES: the ModelProto behind `model.weights` outlives this session.
+  InferenceSession(const onnxio::SessionModel& model, const RuntimeOptions& options);
   ~InferenceSession();
   InferenceSession(const InferenceSession&) = delete;
   InferenceSession& operator=(const InferenceSession&) = delete;

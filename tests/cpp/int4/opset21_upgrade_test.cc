@@ -4,6 +4,7 @@
 
 #include "onnx/graph_builder.h"
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {

@@ -1,5 +1,6 @@
 // Node naming, model checks and opset upgrades (DESIGN.md "Model input and output").
 #include "onnx/model_prep.h"
+#include "onnx/onnx_library.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,70 @@
+#include "onnx/onnx_library.h"
+
+#include <fmt/format.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include "onnx/model_prep.h"
+#include "onnx/weight_stash.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit::onnxio {
+namespace {
+
+// The library's messages can span lines and carry its source locations; keep them to one line.
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
+  const int64_t from = DefaultOpset(*model);
+  if (from >= target) return from;
+  WeightStash stash(model);  // the converter copies the whole model: keep the weights out of it
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(*model, static_cast<int>(target));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("cannot upgrade the model from opset {} to {}: the ONNX version converter says: {}",
+                            from, target, OneLine(e.what())),
+                Error::Kind::kUnsupported);
+  }
+  // Only the graph and the opset imports are the converter's: everything else stays the user's.
+  model->mutable_graph()->Swap(converted.mutable_graph());
+  model->mutable_opset_import()->Swap(converted.mutable_opset_import());
+  model->set_ir_version(std::max(model->ir_version(), converted.ir_version()));
+  stash.RestoreInto(model);
+  return from;
+}
+
+onnx::ModelProto InferShapes(onnx::ModelProto* model) {
+  WeightStash stash(model);
+  onnx::ModelProto inferred = *model;
+  onnx::ShapeInferenceOptions options;
+  options.check_type = false;
+  options.error_mode = 0;  // keep going past ops the library cannot infer
+  options.enable_data_propagation = true;
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("ONNX shape inference failed on the model: {}", OneLine(e.what())));
+  }
+  return inferred;
+}
+
+void CheckOutputModel(const onnx::ModelProto& model, const std::string& what) {
+  try {
+    onnx::checker::check_model(model, /*full_check=*/false);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("internal: the model ptqkit built for {} fails the ONNX checker: {}", what,
+                            OneLine(e.what())));
+  }
+}
+
+}  // namespace ptqkit::onnxio

@@ -1,0 +1,80 @@
+#include "onnx/session_model.h"
+
+#include "onnx/weight_stash.h"
+
+namespace ptqkit::onnxio {
+namespace {
+
+// A copy of `tensor` without its bytes, marked as external data at the stash placeholder.
+onnx::TensorProto Placeholder(const onnx::TensorProto& tensor) {
+  onnx::TensorProto t;
+  t.set_name(tensor.name());
+  t.set_data_type(tensor.data_type());
+  *t.mutable_dims() = tensor.dims();
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const char* key, const std::string& value) {
+    auto* entry = t.add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  add("location", kStashedLocation);
+  add("offset", "0");
+  add("length", std::to_string(tensor.raw_data().size()));
+  return t;
+}
+
+}  // namespace
+
+onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
+                                         const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder) {
+  // Field by field: a plain copy of the ModelProto would hold every weight twice.
+  onnx::ModelProto light;
+  light.set_ir_version(model.ir_version());
+  *light.mutable_opset_import() = model.opset_import();
+  light.set_producer_name(model.producer_name());
+  light.set_producer_version(model.producer_version());
+  light.set_domain(model.domain());
+  light.set_model_version(model.model_version());
+  light.set_doc_string(model.doc_string());
+  *light.mutable_metadata_props() = model.metadata_props();
+  *light.mutable_training_info() = model.training_info();
+  *light.mutable_functions() = model.functions();
+  *light.mutable_configuration() = model.configuration();
+  const onnx::GraphProto& g = model.graph();
+  onnx::GraphProto* lg = light.mutable_graph();
+  lg->set_name(g.name());
+  lg->set_doc_string(g.doc_string());
+  *lg->mutable_node() = g.node();
+  *lg->mutable_input() = g.input();
+  *lg->mutable_output() = g.output();
+  *lg->mutable_value_info() = g.value_info();
+  *lg->mutable_sparse_initializer() = g.sparse_initializer();
+  *lg->mutable_quantization_annotation() = g.quantization_annotation();
+  *lg->mutable_metadata_props() = g.metadata_props();
+  for (const auto& t : g.initializer()) {
+    if (!t.has_raw_data() || t.raw_data().size() <= min_bytes) {
+      *lg->add_initializer() = t;
+    } else {
+      *lg->add_initializer() = placeholder(t);
+    }
+  }
+  return light;
+}
+
+SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+                              size_t min_bytes) {
+  SessionModel result;
+  onnx::ModelProto light = CopyWithoutLargeWeights(model, min_bytes, [&](const onnx::TensorProto& t) {
+    result.weights.push_back({t.name(), t.data_type(), {t.dims().begin(), t.dims().end()}, t.raw_data().data(),
+                              t.raw_data().size()});
+    return Placeholder(t);
+  });
+  if (!outputs.empty()) {
+    light.mutable_graph()->clear_output();
+    for (const auto& name : outputs) light.mutable_graph()->add_output()->set_name(name);
+  }
+  light.SerializeToString(&result.graph_bytes);
+  return result;
+}
+
+}  // namespace ptqkit::onnxio

@@ -1,0 +1,42 @@
+// SessionModel: a model as ONNX Runtime is handed it. The serialized graph carries no large
+// weights: protobuf cannot serialize more than 2 GiB, and serializing the weights would hold them
+// twice more (the bytes, then ONNX Runtime's parse). The large top-level initializers are instead
+// views into the caller's ModelProto, which ONNX Runtime reads in place as external initializers
+// (runtime/session.h), so a model over 2 GiB runs and its weights exist once in memory.
+// REQUIRES: the ModelProto outlives every session made from its SessionModel and is not edited
+// while they exist.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ptqkit::onnxio {
+
+struct WeightView {
+  std::string name;
+  int32_t data_type = 0;  // onnx::TensorProto::DataType
+  std::vector<int64_t> dims;
+  const char* data = nullptr;
+  size_t size = 0;  // bytes
+};
+
+// A copy of `model` in which every top-level initializer above `min_bytes` of raw data is
+// replaced by `placeholder(original)`: the large weights are never copied.
+onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
+                                         const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder);
+
+struct SessionModel {
+  std::string graph_bytes;
+  std::vector<WeightView> weights;
+};
+
+// `outputs` replaces the graph outputs (declared by name only; ONNX Runtime infers their types);
+// empty keeps the model's own. Initializers above `min_bytes` of raw data become views.
+SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs = {},
+                              size_t min_bytes = 64 * 1024);
+
+}  // namespace ptqkit::onnxio
