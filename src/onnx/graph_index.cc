@@ -9,7 +9,7 @@
 
 namespace ptqkit {
 
-GraphIndex::GraphIndex(const onnx::GraphProto& graph) : graph_(&graph) {
+GraphIndex::GraphIndex(const onnx::GraphProto& graph, const GraphIndex* outer) : graph_(&graph), outer_(outer) {
   for (const auto& t : graph.initializer()) constants_[t.name()] = &t;
   for (const auto& v : graph.input()) graph_inputs_.insert(v.name());
   for (const auto& v : graph.output()) graph_outputs_.insert(v.name());
@@ -43,7 +43,10 @@ const std::vector<TensorUse>& GraphIndex::Consumers(const std::string& tensor) c
 
 const onnx::TensorProto* GraphIndex::Constant(const std::string& tensor) const {
   auto it = constants_.find(tensor);
-  return it == constants_.end() ? nullptr : it->second;
+  if (it != constants_.end()) return it->second;
+  // Not defined here (a local node output or input would shadow the outer name): look outside.
+  if (outer_ && !producer_.count(tensor) && !graph_inputs_.count(tensor)) return outer_->Constant(tensor);
+  return nullptr;
 }
 
 int GraphIndex::FindNode(const std::string& name) const {

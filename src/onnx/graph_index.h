@@ -2,6 +2,8 @@
 // it, which tensors are constants (initializers or outputs of Constant nodes, which ptqkit
 // treats as weights), and which are graph inputs/outputs.
 // The index points into the graph it was built from: rebuild it after editing the graph.
+// A subgraph's index can be given the index of its enclosing graph: a subgraph reads the outer
+// graph's tensors by name, so its constants (weights) may live there.
 // Not thread-safe for concurrent rebuilds; concurrent reads are fine.
 #pragma once
 
@@ -22,7 +24,7 @@ struct TensorUse {
 
 class GraphIndex {
  public:
-  explicit GraphIndex(const onnx::GraphProto& graph);
+  explicit GraphIndex(const onnx::GraphProto& graph, const GraphIndex* outer = nullptr);
 
   const onnx::GraphProto& graph() const { return *graph_; }
   const onnx::NodeProto& node(int index) const { return graph_->node(index); }
@@ -32,8 +34,9 @@ class GraphIndex {
   int Producer(const std::string& tensor) const;
   // Every (node, input) that reads `tensor`, in node order.
   const std::vector<TensorUse>& Consumers(const std::string& tensor) const;
-  // The constant value of `tensor`: an initializer, or the `value` attribute of a Constant node.
-  // nullptr for anything computed at run time.
+  // The constant value of `tensor`: an initializer, or the `value` attribute of a Constant node,
+  // of this graph or (when not defined here) of the enclosing ones. nullptr for anything computed
+  // at run time.
   const onnx::TensorProto* Constant(const std::string& tensor) const;
   bool IsConstant(const std::string& tensor) const { return Constant(tensor) != nullptr; }
   bool IsGraphInput(const std::string& tensor) const { return graph_inputs_.count(tensor) > 0; }
@@ -43,6 +46,7 @@ class GraphIndex {
 
  private:
   const onnx::GraphProto* graph_;
+  const GraphIndex* outer_;
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<TensorUse>> consumers_;
   std::map<std::string, const onnx::TensorProto*> constants_;

@@ -2,7 +2,7 @@
 //  - AssignNodeNames gives every unnamed node a unique, stable name ("<OpType>_<n>", n counted
 //    per op type in graph order), and renames later duplicates ("<name>_dup<k>"), so that every
 //    node can be addressed by --nodes_to_exclude and in sensitivity scores.
-//  - CheckModel refuses what ptqkit does not handle: IR < 7, no default-domain opset, opset newer
+//  - CheckModel refuses what ptqkit does not handle: IR < 3, no default-domain opset, opset newer
 //    than 21, a model that already contains QuantizeLinear/DequantizeLinear.
 // (Opset upgrades are the ONNX library's version converter: onnx/onnx_library.h.)
 // All functions edit the model in place and throw ptqkit::Error.

@@ -1,6 +1,8 @@
 #include "onnx/onnx_library.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -21,6 +23,16 @@ std::string OneLine(std::string s) {
   return s;
 }
 
+// The IR version that came with each opset (ONNX's versioning table): a model upgraded to an opset
+// must declare at least that IR, or ONNX Runtime and the checker refuse types the opset brought
+// (FLOAT8 at opset 19, INT4 at opset 21).
+int64_t MinIrVersion(int64_t opset) {
+  if (opset >= 21) return 10;
+  if (opset >= 19) return 9;
+  if (opset >= 15) return 8;
+  return 7;
+}
+
 }  // namespace
 
 int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
@@ -38,7 +50,7 @@ int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
   // Only the graph and the opset imports are the converter's: everything else stays the user's.
   model->mutable_graph()->Swap(converted.mutable_graph());
   model->mutable_opset_import()->Swap(converted.mutable_opset_import());
-  model->set_ir_version(std::max(model->ir_version(), converted.ir_version()));
+  model->set_ir_version(std::max({model->ir_version(), converted.ir_version(), MinIrVersion(target)}));
   stash.RestoreInto(model);
   return from;
 }

@@ -62,7 +62,7 @@ onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t m
 }
 
 SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
-                              size_t min_bytes) {
+                              size_t min_bytes, const std::function<void(onnx::ModelProto*)>& edit) {
   SessionModel result;
   onnx::ModelProto light = CopyWithoutLargeWeights(model, min_bytes, [&](const onnx::TensorProto& t) {
     result.weights.push_back({t.name(), t.data_type(), {t.dims().begin(), t.dims().end()}, t.raw_data().data(),
@@ -73,6 +73,7 @@ SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<s
     light.mutable_graph()->clear_output();
     for (const auto& name : outputs) light.mutable_graph()->add_output()->set_name(name);
   }
+  if (edit) edit(&light);
   light.SerializeToString(&result.graph_bytes);
   return result;
 }

@@ -35,8 +35,10 @@ struct SessionModel {
 };
 
 // `outputs` replaces the graph outputs (declared by name only; ONNX Runtime infers their types);
-// empty keeps the model's own. Initializers above `min_bytes` of raw data become views.
+// empty keeps the model's own. Initializers above `min_bytes` of raw data become views. `edit`,
+// when given, then edits the light copy (it sees the placeholders, never the large weights).
 SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs = {},
-                              size_t min_bytes = 64 * 1024);
+                              size_t min_bytes = 64 * 1024,
+                              const std::function<void(onnx::ModelProto*)>& edit = nullptr);
 
 }  // namespace ptqkit::onnxio

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "base/log.h"
 #include "onnx/model_io.h"
+#include "onnx/onnx_library.h"
+#include "onnx/session_model.h"
+#include "onnx/subgraphs.h"
 #include "onnx/float16.h"
 #include "ptqkit/error.h"
 
@@ -34,12 +38,13 @@ size_t CollectorThreads() { return std::max(1u, std::min(4u, std::thread::hardwa
 // runs, the collectors afterwards used only one; tensors are dealt to threads round-robin by
 // position, and each tensor's statistics are only ever updated by one thread in batch order, so
 // the result is the same for any thread count.
-void ObserveInParallel(const std::vector<OutputView>& views, calib::CalibrationTable* table,
-                       std::vector<std::vector<float>>* scratches) {
+void ObserveInParallel(const std::vector<OutputView>& views, const std::map<std::string, std::string>& tensor_of,
+                       calib::CalibrationTable* table, std::vector<std::vector<float>>* scratches) {
   const size_t threads = std::min(scratches->size(), views.size());
   const auto work = [&](size_t worker) {
     for (size_t k = worker; k < views.size(); k += threads) {
-      auto it = table->tensors.find(views[k].name);
+      auto name = tensor_of.find(views[k].name);
+      auto it = table->tensors.find(name == tensor_of.end() ? views[k].name : name->second);
       if (it != table->tensors.end()) {
         Observe(&it->second, views[k].dtype, views[k].data, views[k].num_elements, &(*scratches)[worker]);
       }
@@ -63,18 +68,37 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
   std::vector<std::string> from_inputs, from_outputs;
   for (const auto& t : request.tensors) (graph_inputs.count(t) ? from_inputs : from_outputs).push_back(t);
 
-  // With nothing to observe inside the graph, the model still runs once per batch on its own
-  // outputs (it validates the model and keeps the progress honest).
-  InferenceSession session(onnxio::MakeSessionModel(model, from_outputs), runtime);
+  // Tensors inside control-flow subgraphs come out through extra outputs of their If/Loop/Scan
+  // nodes (onnx/subgraphs.h). With nothing to observe inside the graph, the model still runs once
+  // per batch on its own outputs (it validates the model and keeps the progress honest).
+  std::map<std::string, std::string> exposed;    // subgraph tensor -> main-graph output carrying it
+  std::map<std::string, std::string> tensor_of;  // that output -> the tensor
+  const auto expose = [&](onnx::ModelProto* light) {
+    if (onnxio::HasSubgraphs(light->graph())) {
+      const auto types = onnxio::DeclaredElemTypes(onnxio::InferShapes(light).graph());
+      exposed = onnxio::ExposeToMainGraph(light, from_outputs, types);
+    }
+    if (from_outputs.empty()) return;
+    light->mutable_graph()->clear_output();
+    for (const auto& t : from_outputs) {
+      auto it = exposed.find(t);
+      light->mutable_graph()->add_output()->set_name(it == exposed.end() ? t : it->second);
+      if (it != exposed.end()) tensor_of[it->second] = t;
+    }
+  };
+  InferenceSession session(onnxio::MakeSessionModel(model, {}, 64 * 1024, expose), runtime);
   result.providers = session.providers();
 
   std::vector<std::string> run_outputs;
   for (const auto& t : from_outputs) {
-    if (IsFloat(session.OutputType(t))) run_outputs.push_back(t);
+    auto it = exposed.find(t);
+    const std::string& out = it == exposed.end() ? t : it->second;
+    if (IsFloat(session.OutputType(out))) run_outputs.push_back(out);
     else result.not_float.push_back(t);
   }
   if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still validates the model runs
-  std::set<std::string> observed(run_outputs.begin(), run_outputs.end());
+  std::set<std::string> observed;
+  for (const auto& out : run_outputs) observed.insert(tensor_of.count(out) ? tensor_of.at(out) : out);
   for (const auto& t : from_inputs) observed.insert(t);
   for (const auto& t : request.tensors) {
     if (observed.count(t)) result.table.tensors.emplace(t, calib::TensorStatistics(t, request.histograms));
@@ -94,7 +118,7 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
       Observe(&result.table.tensors.at(t), in.dtype, in.bytes.data(), in.NumElements(), &scratch);
     }
     session.RunBatch(batch, run_outputs, [&](const std::vector<OutputView>& views) {
-      ObserveInParallel(views, &result.table, &scratches);
+      ObserveInParallel(views, tensor_of, &result.table, &scratches);
     });
     if (request.progress) request.progress(b + 1, batches);
   }

@@ -18,7 +18,7 @@
 #include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "quant/placement.h"
+#include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
 
 namespace ptqkit {
@@ -63,8 +63,8 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
 }
 
 // Per-tensor ranges from the calibration statistics of the plan's activation tensors.
-std::map<std::string, float> TensorRanges(const Placement& plan, const calib::CalibrationTable& table, calib::Method method,
-                                          double percentile) {
+std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const calib::CalibrationTable& table,
+                                          calib::Method method, double percentile) {
   std::map<std::string, float> amax;
   for (const auto& name : plan.ActivationTensors()) {
     auto it = table.tensors.find(name);
@@ -91,9 +91,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   const bool fp8 = o.quantize_mode == "fp8";
   if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
   report.output_opset = onnxio::DefaultOpset(model);
-  GraphIndex index(model.graph());
-  Placement plan = PlanPlacement(
-      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
+  ModelPlacement plan(&model, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
@@ -111,8 +109,18 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     request.progress = o.progress;
     RuntimeOptions runtime = Runtime(o);
     CaptureResult captured = CaptureStatistics(model, data.set, request, runtime);
-    for (const auto& t : captured.not_float) plan.DropTensor(t, index, "input is not a float tensor");
+    for (const auto& t : captured.not_float) plan.DropTensor(t, "input is not a float tensor");
     table = std::move(captured.table);
+    for (const auto& [name, stats] : table.tensors) {
+      // A tensor with no finite value seen has no range: typically a control-flow branch that
+      // no calibration sample takes (an If on a sample rate the data does not use).
+      if (stats.finite_count() == 0) {
+        log::Warn("tensor '{}' took no finite value during calibration (a branch the data never runs?); the nodes "
+                  "reading it stay in float",
+                  name);
+        plan.DropTensor(name, "its input took no finite value during calibration");
+      }
+    }
     report.execution_providers = captured.providers;
     report.num_calibration_samples = captured.num_samples;
     report.batch_size = request.batch_size;
@@ -123,17 +131,28 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
   }
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
-  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
 
-  const std::map<std::string, float> amax = PlanRanges(plan, TensorRanges(plan, table, method, o.percentile));
-  for (int i : plan.quantized_nodes) ++report.quantized_by_op_type[index.node(i).op_type()];
-  for (const auto& [node, reason] : plan.float_reasons) report.left_in_float.emplace_back(index.node(node).name(), reason);
+  const std::map<std::string, float> amax = plan.Ranges(TensorRanges(plan, table, method, o.percentile));
+  report.quantized_by_op_type = plan.QuantizedByOpType();
+  report.left_in_float = plan.LeftInFloat();
 
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  const RewriteStats stats = InsertQdq(&model, plan, amax, rewrite);
+  const RewriteStats stats = plan.Rewrite(amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
+  if (stats.qdq_pairs == 0) {
+    // Writing the FP32 model under a quantized name would hide that nothing was done.
+    std::string why;
+    for (size_t k = 0; k < std::min<size_t>(3, report.left_in_float.size()); ++k) {
+      why += fmt::format("; '{}' {}", report.left_in_float[k].first, report.left_in_float[k].second);
+    }
+    throw Error(fmt::format("no node of '{}' was quantized ({} candidate(s) left in float{}); nothing was written. "
+                            "Choose nodes with --op_types_to_quantize or --nodes_to_quantize",
+                            o.onnx_path, report.left_in_float.size(), why),
+                Error::Kind::kUnsupported);
+  }
+  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
 
   ConvertAndSave(&model, o, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();

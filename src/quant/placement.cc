@@ -45,9 +45,9 @@ class Planner {
       : g_(graph),
         fp8_(options.fp8),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
-                 "--op_types_to_quantize"),
+                 "--op_types_to_quantize", options.matched_selectors),
         exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
-                 "--op_types_to_exclude") {}
+                 "--op_types_to_exclude", options.matched_selectors) {}
 
   Placement Run() {
     if (!include_.empty()) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct PlacementOptions {
   // FP8 rules (as ModelOpt): only Conv, Gemm, MatMul and residual Add by default, and no Convs
   // that TensorRT's FP8 kernels do not cover (kernel volume > 32, or <= 16 channels).
   bool fp8 = false;
+  // When set, selectors that match a node are recorded here ("<option> <selector>") instead of
+  // unmatched ones being warned about (see NodeSelector).
+  std::set<std::string>* matched_selectors = nullptr;
 };
 
 // One tensor that gets a Q/DQ pair, shared by every use listed.

@@ -13,11 +13,23 @@
 namespace ptqkit {
 namespace {
 
+// Every tensor name `graph` reads, including reads from inside its subgraphs (which see the
+// enclosing graph's tensors by name) and its outputs.
+void CollectReads(const onnx::GraphProto& graph, std::set<std::string>* used) {
+  for (const auto& n : graph.node()) {
+    for (const auto& i : n.input()) used->insert(i);
+    for (const auto& attr : n.attribute()) {
+      if (attr.has_g()) CollectReads(attr.g(), used);
+    }
+  }
+  for (const auto& o : graph.output()) used->insert(o.name());
+}
+
 class Rewriter {
  public:
-  Rewriter(onnx::ModelProto* model, const RewriteOptions& options)
-      : graph_(model->mutable_graph()),
-        index_(*graph_),
+  Rewriter(onnx::GraphProto* graph, const GraphIndex* outer, const RewriteOptions& options)
+      : graph_(graph),
+        index_(*graph_, outer),
         options_(options),
         editor_(graph_, options.reserved_names),
         fp8_(options.format == QuantFormat::kFloat8E4M3FN),
@@ -52,11 +64,11 @@ class Rewriter {
     t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   }
 
-  // INT8 or FLOAT8E4M3FN (type code 17, which ONNX 1.12's enum predates) raw bytes.
+  // INT8 or FLOAT8E4M3FN raw bytes.
   void AddQuantizedInit(const std::string& name, const std::vector<int64_t>& dims, const std::string& bytes) {
     auto* t = graph_->add_initializer();
     t->set_name(name);
-    t->set_data_type(fp8_ ? 17 : onnx::TensorProto::INT8);
+    t->set_data_type(fp8_ ? onnx::TensorProto::FLOAT8E4M3FN : onnx::TensorProto::INT8);
     for (auto d : dims) t->add_dims(d);
     t->set_raw_data(bytes);
   }
@@ -159,9 +171,7 @@ class Rewriter {
   // or Constant node) that nothing reads any more.
   void DropUnusedWeights(const Placement& plan) {
     std::set<std::string> used;
-    for (const auto& n : graph_->node())
-      for (const auto& i : n.input()) used.insert(i);
-    for (const auto& o : graph_->output()) used.insert(o.name());
+    CollectReads(*graph_, &used);
     std::set<std::string> dead;
     for (const auto& q : plan.tensors) {
       if (q.is_weight && !used.count(q.tensor)) dead.insert(q.tensor);
@@ -193,7 +203,12 @@ class Rewriter {
 
 RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan, const std::map<std::string, float>& activation_amax,
                        const RewriteOptions& options) {
-  return Rewriter(model, options).Run(plan, activation_amax);
+  return Rewriter(model->mutable_graph(), nullptr, options).Run(plan, activation_amax);
+}
+
+RewriteStats InsertQdqInSubgraph(onnx::GraphProto* graph, const GraphIndex* outer, const Placement& plan,
+                                 const std::map<std::string, float>& activation_amax, const RewriteOptions& options) {
+  return Rewriter(graph, outer, options).Run(plan, activation_amax);
 }
 
 }  // namespace ptqkit

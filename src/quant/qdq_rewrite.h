@@ -40,5 +40,11 @@ struct RewriteStats {
 // groups were merged). Throws ptqkit::Error naming a tensor whose amax is missing.
 RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan,
                        const std::map<std::string, float>& activation_amax, const RewriteOptions& options);
+// The same on a subgraph (If branch, Loop/Scan body): `plan` was made from a GraphIndex over
+// `graph` whose outer index is `outer` (weights may be constants of the enclosing graphs; they are
+// quantized into `graph`, the outer float copy is left to its other readers). New scales live in
+// the subgraph; options.reserved_names should hold every name of the model.
+RewriteStats InsertQdqInSubgraph(onnx::GraphProto* graph, const GraphIndex* outer, const Placement& plan,
+                                 const std::map<std::string, float>& activation_amax, const RewriteOptions& options);
 
 }  // namespace ptqkit

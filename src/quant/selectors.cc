@@ -9,7 +9,7 @@ namespace ptqkit {
 
 NodeSelector::NodeSelector(const GraphIndex& graph, const std::vector<std::string>& node_selectors,
                            const std::vector<std::string>& op_type_selectors, const std::string& node_option,
-                           const std::string& op_type_option)
+                           const std::string& op_type_option, std::set<std::string>* matched_out)
     : why_(static_cast<size_t>(graph.num_nodes())) {
   empty_ = node_selectors.empty() && op_type_selectors.empty();
   for (const auto& sel : node_selectors) {
@@ -36,7 +36,8 @@ NodeSelector::NodeSelector(const GraphIndex& graph, const std::vector<std::strin
         }
       }
     }
-    if (!matched) log::Warn("{} '{}' matches no node of the model", node_option, sel);
+    if (matched && matched_out) matched_out->insert(node_option + " " + sel);
+    if (!matched && !matched_out) log::Warn("{} '{}' matches no node of the model", node_option, sel);
   }
   for (const auto& type : op_type_selectors) {
     bool matched = false;
@@ -47,7 +48,8 @@ NodeSelector::NodeSelector(const GraphIndex& graph, const std::vector<std::strin
         matched = true;
       }
     }
-    if (!matched) log::Warn("{} '{}' matches no node of the model (no op of that type)", op_type_option, type);
+    if (matched && matched_out) matched_out->insert(op_type_option + " " + type);
+    if (!matched && !matched_out) log::Warn("{} '{}' matches no node of the model (no op of that type)", op_type_option, type);
   }
 }
 

@@ -19,9 +19,11 @@ namespace ptqkit {
 class NodeSelector {
  public:
   // `option` is the CLI option name, used in messages. Throws ptqkit::Error for an invalid regex.
+  // With `matched`, selectors that match are added to it as "<option> <selector>" and no warning
+  // is given here (the caller matches one selector list against several graphs and warns once).
   NodeSelector(const GraphIndex& graph, const std::vector<std::string>& node_selectors,
                const std::vector<std::string>& op_type_selectors, const std::string& node_option,
-               const std::string& op_type_option);
+               const std::string& op_type_option, std::set<std::string>* matched = nullptr);
 
   bool empty() const { return empty_; }
   // Whether node `index` is selected by a node selector or its op type by an op-type selector.
