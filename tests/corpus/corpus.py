@@ -106,7 +106,8 @@ def _photos():
 
 
 def _crop(rng, im, size):
-    s = int(rng.integers(size, max(size + 1, min(im.width, im.height) + 1)))
+    lo = min(size, im.width, im.height)
+    s = int(rng.integers(lo, min(im.width, im.height) + 1))
     x0 = int(rng.integers(0, im.width - s + 1))
     y0 = int(rng.integers(0, im.height - s + 1))
     return im.crop((x0, y0, x0 + s, y0 + s)).resize((size, size))
