@@ -6,8 +6,10 @@ held-out inputs above the thresholds below, at both optimization levels.
 
 A missing model FAILS (run scripts/fetch_corpus); nothing here is skipped.
 
-Thresholds: set slightly below what `max` achieves on main at 12c6fba (measured with
-bench/corpus_accuracy.py, table in bench/README.md). Where `max` failed on main (model refused), the
+Thresholds: set slightly below what `max` achieves on main at 12c6fba at ORT_ENABLE_BASIC (fake-quant;
+measured with bench/corpus_accuracy.py, table in bench/README.md); the default level must reach the
+same bound (issue 9: outputs ONNX Runtime runs as accurately as fake-quant), so FP8 cases whose default
+level collapses today (ocr_cls, ocr_det, ocr_rec) fail by design. Where `max` failed on main (model refused), the
 threshold is what max achieves on the model converted to opset 13 by onnx.version_converter, i.e.
 what the fixed ptqkit must reach on the original model.
 """
@@ -23,13 +25,24 @@ import corpus
 
 # model -> mode -> {metric: (min or max, bound)}; "min": metric >= bound, "max": metric <= bound
 THRESHOLDS = {
-    "ocr_det": {"int8": {"mask_iou": ("min", 0.80)}, "fp8": {"mask_iou": ("min", 0.60)}},
-    "ocr_rec": {"int8": {"char_agree": ("min", 0.90)}, "fp8": {"char_agree": ("min", 0.90)}},
+    # measured with max on main 12c6fba (ORT basic / ORT default), 8-64 held-out samples:
+    # det int8 IoU 0.855/0.856, fp8 0.902/0.684
+    "ocr_det": {"int8": {"mask_iou": ("min", 0.80)}, "fp8": {"mask_iou": ("min", 0.85)}},
+    # rec int8 line 0.542/0.542 char 0.960/0.960; fp8 line 0.417/0.104 char 0.965/0.821
+    "ocr_rec": {"int8": {"line_agree": ("min", 0.45), "char_agree": ("min", 0.93)},
+                "fp8": {"line_agree": ("min", 0.35), "char_agree": ("min", 0.93)}},
+    # cls int8 top-1 1.000/1.000; fp8 1.000/0.500 (default level: coin flip, issue 9 item 3)
     "ocr_cls": {"int8": {"top1_agree": ("min", 0.95)}, "fp8": {"top1_agree": ("min", 0.95)}},
-    "orientation": {"int8": {"top1_agree": ("min", 0.90)}, "fp8": {"top1_agree": ("min", 0.90)}},
-    "nsfw_resnet50": {"int8": {"top1_agree": ("min", 0.90)}, "fp8": {"top1_agree": ("min", 0.90)}},
-    "minilm": {"int8": {"mean_cos": ("min", 0.97)}, "fp8": {"mean_cos": ("min", 0.97)}},
-    "silero_vad": {"int8": {"max_abs_diff": ("max", 0.10)}, "fp8": {"max_abs_diff": ("max", 0.10)}},
+    # PP-LCNet (depthwise) int8 top-1 0.578/0.578; fp8 0.813/0.781
+    "orientation": {"int8": {"top1_agree": ("min", 0.52)}, "fp8": {"top1_agree": ("min", 0.75)}},
+    # ResNet-50 int8 top-1 1.000/1.000 (max prob diff 0.002); fp8 1.000/1.000 (0.004/0.025)
+    "nsfw_resnet50": {"int8": {"top1_agree": ("min", 0.95)}, "fp8": {"top1_agree": ("min", 0.95)}},
+    # MiniLM int8 cos 0.9826 nn 0.875 (both levels); fp8 cos 0.9976 nn 0.984
+    "minilm": {"int8": {"mean_cos": ("min", 0.975), "nn_agree": ("min", 0.80)},
+               "fp8": {"mean_cos": ("min", 0.99), "nn_agree": ("min", 0.93)}},
+    # VAD: refused on main (scalar `sr` in the calibration file), so not measured; target: speech
+    # probability within 0.05 of FP32 on every chunk.
+    "silero_vad": {"int8": {"max_abs_diff": ("max", 0.05)}, "fp8": {"max_abs_diff": ("max", 0.05)}},
 }
 
 CASES = [(m.name, mode) for m in corpus.MODELS for mode in ("int8", "fp8")]
