@@ -270,6 +270,15 @@ def test_zero_scores_hidden_unless_asked(cli, grid_input, tmp_path):
     assert not any("with score 0.0 hidden" in ln for ln in tail)
 
 
+@pytest.mark.parametrize("method", ["mse", "percentile", "entropy", "max"])
+def test_every_calibration_method_is_accepted(cli, grid_input, tmp_path, method):
+    model, data = grid_input
+    r, js = scan(cli, model, tmp_path / "a.json", "--granularity", "node", "--calibration_method",
+                 method, data=data)
+    assert r.returncode == 0, r.stderr
+    assert js["scores"]["/fc/MatMul"] > 0.0
+
+
 # ---- 2. independent re-computation of a score ----------------------------------------------------
 # The probe is rebuilt with `ptqkit quantize` selecting the same target, calibrated with the same
 # method on the same data; both models run here in onnxruntime and are scored in float64. The scan
@@ -442,7 +451,7 @@ def test_wrong_data(cli, transformer, calib, tmp_path, case):
 
 @pytest.mark.parametrize("flag,value", [("--metric", "l1"), ("--granularity", "layer"),
                                         ("--target_precision", "int4"),
-                                        ("--calibration_method", "percentile")])
+                                        ("--calibration_method", "minmax")])
 def test_unknown_option_values(cli, transformer, calib, tmp_path, flag, value):
     out = tmp_path / "s.json"
     r = cli.run("sensitivity", "--onnx_path", transformer, "--calibration_data_path",
