@@ -31,9 +31,9 @@ struct QuantizeOptions {
   int64_t num_synthetic_samples = 32;
   uint64_t synthetic_seed = 0;
 
-  // int8/fp8: max | entropy | percentile (activation ranges); int4: rtn | awq_clip | awq_lite
+  // int8/fp8: max | entropy | percentile | mse (activation ranges); int4: rtn | awq_clip | awq_lite
   // (weight clipping; awq_lite: activation-aware input-channel scaling, 1/s applied by a Mul on
-  // the activation). "" = the mode's default, as in ModelOpt: entropy for int8/fp8, awq_clip for int4.
+  // the activation). "" = the mode's default, mse for int8/fp8 (ModelOpt: entropy), awq_clip for int4.
   std::string calibration_method;
   double percentile = 99.999;
   std::map<std::string, std::vector<int64_t>> calibration_shapes;  // input -> shape; axis 0 = batch

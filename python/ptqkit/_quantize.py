@@ -1,7 +1,7 @@
 """ptqkit.quantize(): ModelOpt's modelopt.onnx.quantization.quantize() call shape on ptqkit's
 C++ Quantize(). Parameter names and defaults are those of `ptqkit quantize` (src/cli/
 quantize_command.cc); options the CLI leaves unset are None here (calibration_method too:
-the library picks the mode's default, entropy for int8/fp8, as the CLI does).
+the library picks the mode's default, mse for int8/fp8, as the CLI does).
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def quantize(
     o.output_path = _options.path(output_path)
     o.quantize_mode = quantize_mode
     o.calibration_data_path = data.path
-    if calibration_method is not None:  # None: the library's default for the mode (entropy for int8)
+    if calibration_method is not None:  # None: the library's default for the mode (mse for int8/fp8)
         o.calibration_method = calibration_method
     o.percentile = float(percentile)
     o.calibration_shapes = _options.shapes(calibration_shapes)

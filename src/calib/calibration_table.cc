@@ -18,7 +18,8 @@ namespace ptqkit::calib {
 namespace {
 
 constexpr const char* kFormat = "ptqkit.calibration_table";
-constexpr int kVersion = 1;
+// Version 2 added each entry's "zero_count" (exact zeros, which the searches leave out).
+constexpr int kVersion = 2;
 
 }  // namespace
 
@@ -37,6 +38,13 @@ CalibrationTable CalibrationTable::Load(const std::string& path) {
   if (!json.is_object() || !json.contains("format") || json.at("format") != kFormat) {
     throw Error(fmt::format("'{}' is not a ptqkit calibration table (expected \"format\": \"{}\")",
                             path, kFormat));
+  }
+  if (json.contains("version") && json.at("version") == 1) {
+    throw Error(fmt::format(
+        "calibration table '{}' has version 1, written by an older ptqkit whose statistics lack "
+        "the exact-zero counts this version needs; delete it and calibrate again to write a "
+        "version {} table",
+        path, kVersion));
   }
   if (!json.contains("version") || json.at("version") != kVersion) {
     throw Error(fmt::format("calibration table '{}' has version {}, expected {}", path,

@@ -3,7 +3,7 @@
 // method) without running calibration again.
 //
 // File format (JSON):
-//   {"format": "ptqkit.calibration_table", "version": 1,
+//   {"format": "ptqkit.calibration_table", "version": 2,
 //    "CalibrationTable": {"<tensor>": <TensorStatistics::ToJson()>, ...}}
 // Each entry holds the tensor's amax, counts and its sparse histogram, exactly: a reloaded table
 // gives bit-identical amax for every method.

@@ -10,8 +10,9 @@ Method ParseMethod(std::string_view name) {
   if (name == "max") return Method::kMax;
   if (name == "entropy") return Method::kEntropy;
   if (name == "percentile") return Method::kPercentile;
+  if (name == "mse") return Method::kMse;
   throw Error(fmt::format(
-      "unknown --calibration_method '{}' (expected one of: max, entropy, percentile)", name));
+      "unknown --calibration_method '{}' (expected one of: max, entropy, percentile, mse)", name));
 }
 
 std::string MethodName(Method method) {
@@ -22,6 +23,8 @@ std::string MethodName(Method method) {
       return "entropy";
     case Method::kPercentile:
       return "percentile";
+    case Method::kMse:
+      return "mse";
   }
   return "unknown";
 }

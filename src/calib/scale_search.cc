@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "calib/mse_search.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::calib {
@@ -73,9 +74,13 @@ float PercentileAmax(const TensorStatistics& stats, double percentile) {
 // Ties go to the smaller threshold. Candidates use double arithmetic in a fixed order, so equal
 // histograms always give the same i.
 int EntropyThresholdBins(const TensorStatistics& stats) {
-  const std::vector<uint64_t>& bins = stats.histogram();
+  return EntropyThresholdBins(stats.HistogramWithoutZeros());
+}
+
+int EntropyThresholdBins(const std::vector<uint64_t>& bins) {
   int n = static_cast<int>(bins.size());
   while (n > 0 && bins[n - 1] == 0) --n;
+  if (n == 0) return static_cast<int>(bins.size());  // Only zeros: nothing to clip.
   if (n <= kQuantizedLevels) return n;
 
   // Prefix sums over bins [0, j): counts, non-zero bins, sum of c log c.
@@ -128,7 +133,7 @@ int EntropyThresholdBins(const TensorStatistics& stats) {
   return best_i;
 }
 
-float ComputeAmax(const TensorStatistics& stats, Method method, double percentile) {
+float ComputeAmax(const TensorStatistics& stats, Method method, double percentile, Grid grid) {
   RequireFinite(stats, method);
   switch (method) {
     case Method::kMax:
@@ -136,6 +141,10 @@ float ComputeAmax(const TensorStatistics& stats, Method method, double percentil
     case Method::kPercentile:
       RequireHistogram(stats, method);
       return PercentileAmax(stats, percentile);
+    case Method::kMse:
+      RequireHistogram(stats, method);
+      if (stats.absmax() == 0.0f) return 0.0f;
+      return MseAmax(stats, grid);
     case Method::kEntropy: {
       RequireHistogram(stats, method);
       if (stats.absmax() == 0.0f) return 0.0f;

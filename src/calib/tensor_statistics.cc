@@ -126,6 +126,10 @@ void TensorStatistics::Add(const float* data, size_t n) {
   }
   const size_t finite = n - nonfinite;
   finite_count_ += finite;
+  // Exact zeros (+0 and -0): a vectorisable count over the sign-cleared bit patterns.
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) zeros += AbsBits(data + i) == 0u;
+  zero_count_ += zeros;
   float batch_absmax;
   std::memcpy(&batch_absmax, &max_bits, sizeof(batch_absmax));
   if (batch_absmax > absmax_) GrowTo(batch_absmax);
@@ -158,6 +162,7 @@ void TensorStatistics::Merge(const TensorStatistics& other) {
         other.with_histogram_ ? "with" : "without"));
   }
   finite_count_ += other.finite_count_;
+  zero_count_ += other.zero_count_;
   nan_count_ += other.nan_count_;
   inf_count_ += other.inf_count_;
   if (other.absmax_ > absmax_) GrowTo(other.absmax_);
@@ -172,13 +177,21 @@ bool TensorStatistics::operator==(const TensorStatistics& other) const {
   return name_ == other.name_ && with_histogram_ == other.with_histogram_ &&
          absmax_ == other.absmax_ && range_log2_ == other.range_log2_ &&
          finite_count_ == other.finite_count_ && nan_count_ == other.nan_count_ &&
-         inf_count_ == other.inf_count_ && bins_ == other.bins_;
+         inf_count_ == other.inf_count_ && zero_count_ == other.zero_count_ &&
+         bins_ == other.bins_;
+}
+
+std::vector<uint64_t> TensorStatistics::HistogramWithoutZeros() const {
+  std::vector<uint64_t> bins = bins_;
+  if (!bins.empty()) bins[0] -= std::min(bins[0], zero_count_);
+  return bins;
 }
 
 nlohmann::json TensorStatistics::ToJson() const {
   nlohmann::json json = {
       {"amax", absmax_},
       {"finite_count", finite_count_},
+      {"zero_count", zero_count_},
       {"nan_count", nan_count_},
       {"inf_count", inf_count_},
   };
@@ -232,6 +245,8 @@ TensorStatistics TensorStatistics::FromJson(const nlohmann::json& json, std::str
   }
   TensorStatistics stats(std::move(name), json.contains("histogram"));
   stats.finite_count_ = GetCount(json, "finite_count", stats.name_);
+  stats.zero_count_ = GetCount(json, "zero_count", stats.name_);
+  if (stats.zero_count_ > stats.finite_count_) Bad(stats.name_, "\"zero_count\" > finite_count");
   stats.nan_count_ = GetCount(json, "nan_count", stats.name_);
   stats.inf_count_ = GetCount(json, "inf_count", stats.name_);
   stats.absmax_ = static_cast<float>(amax);
@@ -274,6 +289,10 @@ TensorStatistics TensorStatistics::FromJson(const nlohmann::json& json, std::str
   if (total != stats.finite_count_) {
     Bad(stats.name_, fmt::format("histogram counts add up to {}, but finite_count is {}", total,
                                  stats.finite_count_));
+  }
+  if (stats.zero_count_ > stats.bins_[0]) {
+    Bad(stats.name_, fmt::format("zero_count {} exceeds histogram bin 0 ({})", stats.zero_count_,
+                                 stats.bins_[0]));
   }
   if (stats.finite_count_ > 0) {
     const auto last = static_cast<size_t>(

@@ -50,6 +50,12 @@ class TensorStatistics {
   uint64_t nan_count() const { return nan_count_; }
   uint64_t inf_count() const { return inf_count_; }
   uint64_t nonfinite_count() const { return nan_count_ + inf_count_; }
+  // How many finite values were exactly +-0. They are also counted in histogram bin 0; the
+  // searches take them out (any symmetric scale represents 0 exactly, so they carry no
+  // quantization error and must not pull the KL search towards a tiny threshold).
+  uint64_t zero_count() const { return zero_count_; }
+  // The histogram with the exact zeros removed from bin 0.
+  std::vector<uint64_t> HistogramWithoutZeros() const;
 
   // log2 of the histogram range R (R = 2^range_log2, bin width = 2^(range_log2 - 12)).
   // REQUIRES: absmax() > 0.
@@ -62,7 +68,7 @@ class TensorStatistics {
 
   // Exact round trip: FromJson(ToJson(), name()) == *this. The name is not stored: callers keep
   // it as the key (see CalibrationTable).
-  // Layout: {"amax", "finite_count", "nan_count", "inf_count",
+  // Layout: {"amax", "finite_count", "zero_count", "nan_count", "inf_count",
   //          "histogram": {"range_log2", "num_bins", "runs": [[first_bin, count, count, ...], ...]}}
   // where each run lists the counts of consecutive non-empty bins. No "histogram" key means
   // with_histogram = false.
@@ -86,6 +92,7 @@ class TensorStatistics {
   uint64_t finite_count_ = 0;
   uint64_t nan_count_ = 0;
   uint64_t inf_count_ = 0;
+  uint64_t zero_count_ = 0;
   std::vector<uint64_t> bins_;
 };
 

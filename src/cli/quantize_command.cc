@@ -52,9 +52,9 @@ Command RegisterQuantize(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--calibration_data_path", o->calibration_data_path,
                   ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
-  // No default string here: the default depends on the mode (entropy for int8/fp8, awq_clip for int4).
+  // No default string here: the default depends on the mode (mse for int8/fp8, awq_clip for int4).
   cmd->add_option("--calibration_method", o->calibration_method,
-                  "int8/fp8: max | entropy | percentile (default entropy); int4: rtn | awq_clip | awq_lite "
+                  "int8/fp8: max | entropy | percentile | mse (default mse); int4: rtn | awq_clip | awq_lite "
                   "(default awq_clip)");
   cmd->add_option("--percentile", o->percentile, "Percentile for --calibration_method percentile")->capture_default_str();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");

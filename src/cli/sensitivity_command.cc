@@ -39,7 +39,7 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--granularity", o->granularity, "op_type | node")->capture_default_str();
   cmd->add_option("--metric", o->metric, "kl_div | mse | cos")->capture_default_str();
   cmd->add_option("--target_precision", o->target_precision, "int8 | fp8")->capture_default_str();
-  cmd->add_option("--calibration_method", o->calibration_method, "entropy | max")->capture_default_str();
+  cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
   cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")->capture_default_str();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");

@@ -92,10 +92,7 @@ void CheckOptions(const SensitivityOptions& o) {
   if (o.target_precision != "int8" && o.target_precision != "fp8") {
     throw Error(fmt::format("unknown --target_precision '{}' (expected int8 or fp8)", o.target_precision));
   }
-  if (o.calibration_method != "entropy" && o.calibration_method != "max") {
-    throw Error(fmt::format("unknown --calibration_method '{}' for a sensitivity scan (expected entropy or max)",
-                            o.calibration_method));
-  }
+  calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
 }
@@ -152,7 +149,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   for (auto& p : probes)
     for (const auto& t : captured.not_float) p.plan.DropTensor(t, index, "input is not a float tensor");
   std::map<std::string, float> amax;
-  for (const auto& [name, stats] : captured.table.tensors) amax[name] = calib::ComputeAmax(stats, method);
+  for (const auto& [name, stats] : captured.table.tensors) amax[name] = calib::ComputeAmax(stats, method, 99.999, fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8);
   const double calibration_s = Since(calib_start);
 
   const auto ref_start = Clock::now();

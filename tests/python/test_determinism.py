@@ -16,7 +16,7 @@ def calib70(calib):
     return calib("resnet", n=70)
 
 
-@pytest.mark.parametrize("method", ["entropy", "max", "percentile"])
+@pytest.mark.parametrize("method", ["entropy", "max", "percentile", "mse"])
 def test_batch_size_does_not_change_output(cli, resnet, calib70, tmp_path, method):
     outs = []
     for bs in ("1", "7"):

@@ -270,6 +270,15 @@ def test_zero_scores_hidden_unless_asked(cli, grid_input, tmp_path):
     assert not any("with score 0.0 hidden" in ln for ln in tail)
 
 
+@pytest.mark.parametrize("method", ["mse", "percentile", "entropy", "max"])
+def test_every_calibration_method_is_accepted(cli, grid_input, tmp_path, method):
+    model, data = grid_input
+    r, js = scan(cli, model, tmp_path / "a.json", "--granularity", "node", "--calibration_method",
+                 method, data=data)
+    assert r.returncode == 0, r.stderr
+    assert js["scores"]["/fc/MatMul"] > 0.0
+
+
 # ---- 2. independent re-computation of a score ----------------------------------------------------
 # The probe is rebuilt with `ptqkit quantize` selecting the same target, calibrated with the same
 # method on the same data; both models run here in onnxruntime and are scored in float64. The scan
@@ -290,7 +299,7 @@ def test_node_scores_match_independent_probe_exactly(cli, outlier_mlp, outlier_c
     for node in ("/fc1/Gemm", "/fc2/Gemm"):  # the outlier node and an ordinary one
         probe = tmp_path / "probe.onnx"
         cli.quantize(outlier_mlp, probe, "--calibration_data_path", outlier_calib,
-                     "--nodes_to_quantize", node, "--calibration_method", "entropy")
+                     "--nodes_to_quantize", node, "--calibration_method", "mse")  # the scan's default
         expected = score_from_outputs(metric, ref, run_batched(probe, x))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=1e-6), node
@@ -313,7 +322,7 @@ def test_scores_sum_over_graph_outputs(cli, outlier_mlp, outlier_calib, tmp_path
     node = "/fc2/Gemm"  # changes both outputs
     probe = tmp_path / "probe.onnx"
     cli.quantize(model, probe, "--calibration_data_path", outlier_calib, "--nodes_to_quantize", node,
-                 "--calibration_method", "entropy")
+                 "--calibration_method", "mse")  # the scan's default
     out = run_batched(probe, x)
     parts = [per_sample_metric(metric, r, p).mean() for r, p in zip(ref, out)]
     assert min(parts) > 0, "one output unchanged: the sum would not be tested"
@@ -340,7 +349,7 @@ def test_transformer_node_score_matches_independent_probe(cli, transformer, cali
     for node in ("/blocks.0/mlp/fc2/MatMul", "/head/MatMul"):
         probe = tmp_path / "probe.onnx"
         cli.quantize(transformer, probe, "--calibration_data_path", data, "--nodes_to_quantize", node,
-                     "--calibration_method", "entropy")
+                     "--calibration_method", "mse")  # the scan's default
         expected = score_from_outputs(metric, ref, run_batched(probe, x))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=FUSION_REL_TOL), node
@@ -351,7 +360,7 @@ def test_op_type_score_matches_independent_probe(cli, resnet, calib, tmp_path):
     _, js = scan(cli, resnet, tmp_path / "s.json", data=data)
     probe = tmp_path / "probe.onnx"
     cli.quantize(resnet, probe, "--calibration_data_path", data, "--op_types_to_quantize", "Conv",
-                 "--calibration_method", "entropy")
+                 "--calibration_method", "mse")  # the scan's default
     # The probe really is "every Conv quantized": each Conv reads its input through a DQ.
     g = onnx.load(str(probe)).graph
     producer = {o: n.op_type for n in g.node for o in n.output}
@@ -442,7 +451,7 @@ def test_wrong_data(cli, transformer, calib, tmp_path, case):
 
 @pytest.mark.parametrize("flag,value", [("--metric", "l1"), ("--granularity", "layer"),
                                         ("--target_precision", "int4"),
-                                        ("--calibration_method", "percentile")])
+                                        ("--calibration_method", "minmax")])
 def test_unknown_option_values(cli, transformer, calib, tmp_path, flag, value):
     out = tmp_path / "s.json"
     r = cli.run("sensitivity", "--onnx_path", transformer, "--calibration_data_path",

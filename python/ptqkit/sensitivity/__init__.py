@@ -28,7 +28,7 @@ def score(
     granularity: str = "op_type",
     metric: str = "kl_div",
     target_precision: str = "int8",
-    calibration_method: str = "entropy",
+    calibration_method: str = "mse",
     op_types_scope=None,
     *,
     calibration_data_path=None,

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "calib/scale_search.h"
 #include "ptqkit/error.h"
 
@@ -56,7 +58,7 @@ TEST(CalibrationTableTest, SaveLoadRoundTripIsExact) {
   const CalibrationTable back = CalibrationTable::Load(path);
   EXPECT_EQ(back, table);
   for (const auto& [name, stats] : table.tensors) {
-    for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile}) {
+    for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile, Method::kMse}) {
       if (!stats.with_histogram() && m != Method::kMax) continue;
       EXPECT_EQ(ComputeAmax(back.tensors.at(name), m), ComputeAmax(stats, m)) << name;
     }
@@ -88,8 +90,8 @@ TEST(CalibrationTableTest, LoadErrorsNameTheFileAndTheProblem) {
   EXPECT_THAT(ErrorOf(wrong_version), HasSubstr("version 9"));
 
   const std::string bad_entry = dir + "/bad_entry.json";
-  WriteText(bad_entry, R"({"format": "ptqkit.calibration_table", "version": 1,
-      "CalibrationTable": {"x": {"amax": 1.0, "finite_count": 2, "nan_count": 0,
+  WriteText(bad_entry, R"({"format": "ptqkit.calibration_table", "version": 2,
+      "CalibrationTable": {"x": {"amax": 1.0, "finite_count": 2, "zero_count": 0, "nan_count": 0,
                                  "inf_count": "many"}}})");
   const std::string message = ErrorOf(bad_entry);
   EXPECT_THAT(message, HasSubstr(bad_entry));
@@ -107,6 +109,36 @@ TEST(CalibrationTableTest, SaveIntoMissingFolderFails) {
     EXPECT_EQ(e.kind(), Error::Kind::kIo);
     EXPECT_THAT(e.what(), HasSubstr(path));
   }
+}
+
+}  // namespace
+}  // namespace ptqkit::calib
+
+namespace ptqkit::calib {
+namespace {
+
+TEST(CalibrationTableVersionTest, RejectsVersion1WithAClearMessage) {
+  const std::string dir = TempDir("version1");
+  const std::string path = dir + "/old.json";
+  WriteText(path, R"({"format": "ptqkit.calibration_table", "version": 1, "CalibrationTable": {}})");
+  const std::string error = ErrorOf(path);
+  EXPECT_THAT(error, HasSubstr("version 1"));
+  EXPECT_THAT(error, HasSubstr("calibrate again"));
+}
+
+TEST(CalibrationTableVersionTest, ZeroCountRoundTripsAndIsChecked) {
+  const std::string dir = TempDir("zero_count");
+  std::vector<float> v = {0.0f, -0.0f, 0.0f, 1.5f, -2.0f};
+  CalibrationTable table;
+  TensorStatistics stats("x");
+  stats.Add(v.data(), v.size());
+  EXPECT_EQ(stats.zero_count(), 3u);
+  table.tensors.emplace("x", stats);
+  table.Save(dir + "/t.json");
+  EXPECT_EQ(CalibrationTable::Load(dir + "/t.json").tensors.at("x").zero_count(), 3u);
+  nlohmann::json j = stats.ToJson();
+  j["zero_count"] = 4;  // more than histogram bin 0 holds
+  EXPECT_THROW(TensorStatistics::FromJson(j, "x"), Error);
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ TEST(ScaleSearchTest, FewDistinctValuesNeverExceedAbsmax) {
   const float v[] = {1.0f, 1.0f, 0.5f, -0.75f};
   TensorStatistics stats("t");
   stats.Add(v, 4);
-  for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile}) {
+  for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile, Method::kMse}) {
     const float amax = ComputeAmax(stats, m);
     EXPECT_GT(amax, 0.0f) << MethodName(m);
     EXPECT_LE(amax, 1.0f) << MethodName(m);
@@ -175,7 +175,7 @@ TEST(ScaleSearchTest, NoFiniteValuesIsAnErrorNamingTheTensor) {
   for (bool with_histogram : {true, false}) {
     TensorStatistics stats("/block1/conv/Conv_output_0", with_histogram);
     stats.Add(v, 3);
-    for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile}) {
+    for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile, Method::kMse}) {
       try {
         ComputeAmax(stats, m);
         FAIL() << "expected ptqkit::Error";

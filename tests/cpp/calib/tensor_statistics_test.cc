@@ -108,7 +108,7 @@ TEST_P(BatchInvarianceTest, SameHistogramAndAmaxForAnyBatchingAndOrder) {
     for (bool reversed : {false, true}) {
       const TensorStatistics stats = Collect(v, batch, reversed);
       ASSERT_EQ(stats, whole) << "batch " << batch << " reversed " << reversed;
-      for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile}) {
+      for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile, Method::kMse}) {
         EXPECT_EQ(ComputeAmax(stats, m), ComputeAmax(whole, m)) << MethodName(m);
       }
     }
@@ -205,7 +205,7 @@ TEST(TensorStatisticsTest, JsonRoundTripIsExact) {
       const std::string text = stats.ToJson().dump();
       const TensorStatistics back = TensorStatistics::FromJson(nlohmann::json::parse(text), "t");
       EXPECT_EQ(back, stats);
-      for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile}) {
+      for (Method m : {Method::kMax, Method::kEntropy, Method::kPercentile, Method::kMse}) {
         if (!with_histogram && m != Method::kMax) continue;
         EXPECT_EQ(ComputeAmax(back, m), ComputeAmax(stats, m));
       }
