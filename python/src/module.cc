@@ -215,6 +215,7 @@ py::dict RunSummarizeExclusion(const std::map<std::string, double>& scores,
   d["num_excluded"] = s.num_excluded;
   d["num_previously_quantized"] = s.num_previously_quantized;
   d["num_remaining_quantized"] = s.num_remaining_quantized;
+  d["num_non_finite"] = s.num_non_finite;
   d["excluded_mass"] = s.excluded_mass;
   d["total_mass"] = s.total_mass;
   d["warnings"] = s.warnings;

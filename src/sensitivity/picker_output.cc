@@ -77,6 +77,7 @@ std::string RenderSummary(const ExclusionSummary& summary, const PickResult* pic
       {"num_excluded", fmt::format("{}", summary.num_excluded)},
       {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
       {"num_remaining_quantized", fmt::format("{}", summary.num_remaining_quantized)},
+      {"num_non_finite", fmt::format("{}", summary.num_non_finite)},
       {"excluded_mass", FormatScore(summary.excluded_mass, 3)},
       {"total_mass", FormatScore(summary.total_mass, 3)},
   };
@@ -165,6 +166,7 @@ nlohmann::json ExclusionJson(const PickResult& pick, const ExclusionSummary& sum
             {"num_excluded", summary.num_excluded},
             {"num_previously_quantized", summary.num_previously_quantized},
             {"num_remaining_quantized", summary.num_remaining_quantized},
+            {"num_non_finite", summary.num_non_finite},
             {"excluded_mass", summary.excluded_mass},
             {"total_mass", summary.total_mass}}},
           {"warnings", std::move(warnings)}};
