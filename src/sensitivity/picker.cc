@@ -106,14 +106,14 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
   }
   // Targets whose probe turned the outputs NaN/Inf (score kNonFiniteScore) are always excluded,
   // whatever the mode, floor or cap chose.
+  std::vector<std::string> forced;
   for (const auto& [name, score] : checked) {
     if (score < kNonFiniteScore) continue;
-    if (std::find(result.excluded.begin(), result.excluded.end(), name) == result.excluded.end()) {
-      result.excluded.insert(result.excluded.begin(), name);
-      result.warnings.push_back(fmt::format(
-          "'{}' is excluded whatever the limits: quantizing it made the outputs NaN/Inf", name));
-    }
+    forced.push_back(name);
+    result.warnings.push_back(fmt::format(
+        "'{}' is excluded whatever the limits: quantizing it made the outputs NaN/Inf", name));
   }
+  result.excluded.insert(result.excluded.begin(), forced.begin(), forced.end());
 
   // Coverage is a rank prefix under a budget, so one dominant target larger than the budget makes
   // it select nothing at all — exactly when excluding that target matters most. Say so.

@@ -72,15 +72,18 @@ std::string RenderBlockRanking(const PickResult& pick, const std::string& metric
 }
 
 std::string RenderSummary(const ExclusionSummary& summary, const PickResult* pick) {
-  const std::vector<std::pair<std::string, std::string>> rows = {
+  std::vector<std::pair<std::string, std::string>> rows = {
       {"coverage_pct", fmt::format("{:.2f}", summary.coverage_pct)},
       {"num_excluded", fmt::format("{}", summary.num_excluded)},
       {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
       {"num_remaining_quantized", fmt::format("{}", summary.num_remaining_quantized)},
-      {"num_non_finite", fmt::format("{}", summary.num_non_finite)},
       {"excluded_mass", FormatScore(summary.excluded_mass, 3)},
       {"total_mass", FormatScore(summary.total_mass, 3)},
   };
+  // Shown only when there are some, so the reference document's summary layout is unchanged.
+  if (summary.num_non_finite > 0) {
+    rows.insert(rows.begin() + 4, {"num_non_finite", fmt::format("{}", summary.num_non_finite)});
+  }
   std::vector<std::string> values;
   size_t label_width = 0;
   for (const auto& [label, value] : rows) {
