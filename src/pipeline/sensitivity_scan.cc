@@ -207,7 +207,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     report_progress();
   };
   std::vector<PendingProbe> pending;
-  double probe_run_s = 0.0;  // ONNX Runtime time of merged probe sessions (the rest is graph building)
+  double probe_run_s = 0.0;  // ONNX Runtime time of probe sessions (the rest is graph building)
   // Evaluates the pending probes in one merged session; if that fails, one by one, so a failure
   // is attributed to the probe that caused it.
   const auto flush = [&] {
@@ -261,7 +261,9 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
       if (!ref_data.has_boundaries) {
         onnx::ModelProto rewritten = model;
         InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
+        const auto run_start = Clock::now();
         const ProbeOutputs outputs = RunOnReference(rewritten, ref_data.output_names, ref_data.output_names, ref_data, probe_runtime);
+        probe_run_s += Since(run_start);
         record(i, outputs);
         continue;
       }

@@ -57,6 +57,10 @@ def test_nan_probe_ranks_first_and_does_not_abort(dln_scans, granularity):
     assert set(ranking[:len(non_finite)]) == set(non_finite)
     # The terminal output says why.
     assert "non-finite" in r.stdout and sqrt in r.stdout
+    lines = r.stdout.splitlines()
+    first = lines[1].split()
+    assert first[0] in non_finite and first[1] == "NaN/Inf", lines[:3]
+    assert "1797693134862315708" not in r.stdout  # the table does not print the 309-digit number
 
 
 @pytest.mark.parametrize("granularity", ["op_type", "node"])
@@ -98,9 +102,17 @@ def test_whole_model_fallback_scores_every_target(fallback_scans, limit):
     assert set(whole["scores"]) == set(cached["scores"]) and len(whole["scores"]) > 20
     nonzero = [t for t, s in cached["scores"].items() if s > 0]
     assert len(nonzero) > 20
-    rel = max(abs(whole["scores"][t] - cached["scores"][t]) / cached["scores"][t] for t in nonzero)
-    print(f"max relative score difference, whole-model (limit {limit} MiB) vs cached: {rel:.3g}")
-    assert rel < 1e-3
+    rel = np.array([abs(whole["scores"][t] - cached["scores"][t]) / cached["scores"][t] for t in nonzero])
+    print(f"relative score difference, whole-model (limit {limit} MiB) vs cached: "
+          f"median {np.median(rel):.3g}, max {rel.max():.3g}")
+    # Same FP32 values feed the same Q/DQ; what differs is float rounding of the recomputed
+    # upstream part (different ONNX Runtime fusions), which can move a value across a rounding
+    # boundary of the 8-bit grid. Measured: median 1.5e-5, max 3.4e-3 (mse); kl_div max 1.1e-2.
+    assert np.median(rel) < 1e-3 and rel.max() < 5e-2
+    zero = {t for t, s in cached["scores"].items() if s == 0}
+    assert zero == {t for t, s in whole["scores"].items() if s == 0}
+    rank = lambda js: sorted(js["scores"], key=lambda t: (-js["scores"][t], t))[:10]
+    assert rank(whole) == rank(cached)
 
 
 def test_cached_scan_does_not_fall_back(fallback_scans):
