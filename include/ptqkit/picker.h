@@ -79,6 +79,7 @@ struct ExclusionSummary {
   int64_t num_excluded = 0;              // distinct scored targets in `excluded`
   int64_t num_previously_quantized = 0;  // scored targets
   int64_t num_remaining_quantized = 0;   // scored targets not excluded
+  int64_t num_non_finite = 0;            // targets whose probe made outputs NaN/Inf (not in the mass)
   double excluded_mass = 0.0;
   double total_mass = 0.0;
   std::vector<std::string> warnings;  // names not in scores, and names given twice

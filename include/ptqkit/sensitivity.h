@@ -34,6 +34,9 @@ struct SensitivityOptions {
   std::vector<std::string> calibration_eps = {"cpu"};
   std::vector<std::string> trt_plugins;
   int intra_op_num_threads = 0;
+  // FP32 activations cached for probe sub-graphs, in MiB; above it every probe runs the whole
+  // model on the calibration inputs (slower, same scores). 0: always whole-model probes.
+  int64_t activation_cache_limit_mb = 2048;
   std::function<void(int64_t, int64_t)> progress;           // (probes done, probes total)
 };
 

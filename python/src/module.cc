@@ -215,6 +215,7 @@ py::dict RunSummarizeExclusion(const std::map<std::string, double>& scores,
   d["num_excluded"] = s.num_excluded;
   d["num_previously_quantized"] = s.num_previously_quantized;
   d["num_remaining_quantized"] = s.num_remaining_quantized;
+  d["num_non_finite"] = s.num_non_finite;
   d["excluded_mass"] = s.excluded_mass;
   d["total_mass"] = s.total_mass;
   d["warnings"] = s.warnings;
@@ -293,7 +294,8 @@ void BindSensitivityOptions(py::module_& m) {
       .def_readwrite("calibration_batch_size", &SensitivityOptions::calibration_batch_size)
       .def_readwrite("calibration_eps", &SensitivityOptions::calibration_eps)
       .def_readwrite("trt_plugins", &SensitivityOptions::trt_plugins)
-      .def_readwrite("intra_op_num_threads", &SensitivityOptions::intra_op_num_threads);
+      .def_readwrite("intra_op_num_threads", &SensitivityOptions::intra_op_num_threads)
+      .def_readwrite("activation_cache_limit_mb", &SensitivityOptions::activation_cache_limit_mb);
 }
 
 void BindPickerOptions(py::module_& m) {

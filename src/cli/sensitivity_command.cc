@@ -46,6 +46,9 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)");
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
+  cmd->add_option("--activation_cache_limit_mb", o->activation_cache_limit_mb,
+                  "FP32 activations cached for probe sub-graphs (MiB); above it probes run the whole model; 0 = always")
+      ->capture_default_str();
   cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
   cmd->add_option("--output_json", *output_json, "Scores file (default: <model>.sensitivity.json beside the model)");
   cmd->add_option("--report", *report, "Also write a self-contained HTML report here");
@@ -85,6 +88,7 @@ Command RegisterSensitivity(CLI::App& app) {
       log::Warn("scores come from synthetic inputs: they are directional only; do not pair them with absolute thresholds");
     }
     fmt::print("{}", sensitivity::RenderRanking(result, *show_zero));
+    for (const auto& [target, reason] : result.non_finite) fmt::print("  non-finite: {}: {}\n", target, reason);
     for (const auto& [target, reason] : result.failed) fmt::print("  failed: {}: {}\n", target, reason);
     fmt::print("Wrote {}\n", json_path);
     if (!report->empty()) fmt::print("Wrote {}\n", *report);

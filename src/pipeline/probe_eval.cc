@@ -1,18 +1,14 @@
 #include "pipeline/probe_eval.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "base/log.h"
 #include "onnx/model_io.h"
 
 namespace ptqkit {
-namespace {
-
-// FP32 activations cached for probe sub-graphs; above this the scan runs whole-model probes.
-constexpr size_t kMaxCachedActivationBytes = size_t{2} << 30;
-
-}  // namespace
-
 bool HasDynamicBatch(const PreparedModel& model) {
   bool dynamic = true;
   for (const auto& in : model.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
@@ -28,18 +24,20 @@ EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData&
 }
 
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
-                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime) {
+                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
+                       size_t cache_limit_bytes) {
   Reference ref;
   for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
   std::set<std::string> graph_inputs;
   for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
   std::vector<std::string> wanted = ref.output_names;
-  for (const auto& t : boundaries) {
+  ref.has_boundaries = cache_limit_bytes > 0;
+  if (!ref.has_boundaries) log::Info("sensitivity: activation cache limit is 0; probes run the whole model");
+  for (const auto& t : ref.has_boundaries ? boundaries : std::set<std::string>{}) {
     if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
     wanted.push_back(t);
   }
   InferenceSession session(onnxio::MakeSessionModel(model, wanted), runtime);
-  ref.has_boundaries = true;
   size_t cached = 0;
   for (int64_t b = 0; b < eval.count; ++b) {
     Batch batch = set.ReadBatch(b, eval.batch_size);
@@ -51,24 +49,54 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
       cached += t.bytes.size();
       ref.types[name] = {t.dtype, t.shape.size()};
     }
-    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > kMaxCachedActivationBytes) {
-      log::Info("sensitivity: FP32 activations would need more than {} GiB; probes run the whole model",
-                kMaxCachedActivationBytes >> 30);
+    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > cache_limit_bytes) {
+      log::Info("sensitivity: FP32 activations would need more than {} MiB; probes run the whole model",
+                cache_limit_bytes >> 20);
       ref.has_boundaries = false;
     }
     if (!ref.has_boundaries) {
-      std::map<std::string, HostTensor> kept;
-      for (const auto& name : ref.output_names) kept[name] = std::move(values[name]);
-      values = std::move(kept);
-      for (auto& earlier : ref.batches) {
-        std::map<std::string, HostTensor> trimmed;
-        for (const auto& name : ref.output_names) trimmed[name] = std::move(earlier[name]);
-        earlier = std::move(trimmed);
-      }
+      // Whole-model probes read the graph inputs (the calibration batch) and are compared on the
+      // outputs: keep exactly those. Dropping the inputs here made every probe fail with
+      // "no data for model input".
+      const auto keep = [&](std::map<std::string, HostTensor>& from) {
+        std::map<std::string, HostTensor> kept;
+        for (const auto& name : ref.output_names) kept[name] = std::move(from[name]);
+        for (const auto& name : graph_inputs)
+          if (from.count(name)) kept[name] = std::move(from[name]);
+        from = std::move(kept);
+      };
+      keep(values);
+      for (auto& earlier : ref.batches) keep(earlier);
     }
     ref.batches.push_back(std::move(values));
   }
   return ref;
+}
+
+std::string NonFiniteOutputs(const ProbeOutputs& probe) {
+  std::map<std::string, std::pair<int64_t, int64_t>> bad;  // output -> (NaN, Inf) counts
+  std::map<std::string, int64_t> total;
+  for (const auto& batch : probe) {
+    for (const auto& [name, t] : batch) {
+      if (t.dtype != DataType::kFloat) continue;
+      const float* v = t.Data<float>();
+      const int64_t n = t.NumElements();
+      total[name] += n;
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isnan(v[i])) ++bad[name].first;
+        else if (std::isinf(v[i])) ++bad[name].second;
+      }
+    }
+  }
+  std::string out;
+  for (const auto& [name, counts] : bad) {
+    if (counts.first == 0 && counts.second == 0) continue;
+    out += fmt::format("{}output '{}' {}{}{} of {} values", out.empty() ? "" : "; ", name,
+                       counts.first ? fmt::format("NaN: {}", counts.first) : "",
+                       counts.first && counts.second ? ", " : "",
+                       counts.second ? fmt::format("Inf: {}", counts.second) : "", total[name]);
+  }
+  return out.empty() ? out : "non-finite outputs: " + out;
 }
 
 double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval) {

@@ -35,7 +35,8 @@ constexpr int64_t kEvalBatchForDynamicModels = 16;
 bool HasDynamicBatch(const PreparedModel& model);
 EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData& data, int64_t samples);
 
-// FP32 values per evaluation batch: graph outputs (for comparison) and, when they fit in memory,
+// FP32 values per evaluation batch: graph inputs (the calibration batch, always kept so that
+// whole-model probes can be fed), graph outputs (for comparison) and, when they fit in memory,
 // every tensor in `boundaries` (has_boundaries tells whether they were kept).
 struct Reference {
   std::vector<std::string> output_names;
@@ -44,8 +45,11 @@ struct Reference {
   bool has_boundaries = false;
 };
 
+// Above `cache_limit_bytes` of cached values (0: always) only graph inputs and outputs are kept and
+// has_boundaries is false: probes then run the whole model, fed with the kept graph inputs.
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
-                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime);
+                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
+                       size_t cache_limit_bytes);
 
 using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
 
@@ -57,6 +61,10 @@ ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std
 // Sum over graph outputs of the mean over samples of the metric. An output the probe does not
 // recompute equals the reference and contributes 0. An output's axis 0 is the sample axis when it
 // has one row per sample of the batch; otherwise the whole output counts as one sample.
+// "" when every float value is finite; otherwise which outputs hold NaN or Inf, e.g.
+// "output 'y' NaN (12 of 4096 values)".
+std::string NonFiniteOutputs(const ProbeOutputs& probe);
+
 double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval);
 
 }  // namespace ptqkit

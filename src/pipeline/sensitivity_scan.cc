@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "base/log.h"
@@ -94,6 +95,7 @@ void CheckOptions(const SensitivityOptions& o) {
   }
   calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
+  if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
 }
 
@@ -160,7 +162,8 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     p.cut = ComputeProbeCut(index, p.plan);
     boundaries.insert(p.cut.boundary.begin(), p.cut.boundary.end());
   }
-  const Reference ref_data = RunReference(model, data.set, eval, boundaries, runtime);
+  const Reference ref_data = RunReference(model, data.set, eval, boundaries, runtime,
+                                          static_cast<size_t>(o.activation_cache_limit_mb) << 20);
   const double reference_s = Since(ref_start);
 
   sensitivity::SensitivityResult result;
@@ -186,8 +189,22 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     result.failed.emplace_back(probes[i].target, why);
     report_progress();
   };
+  // A probe's score, or kNonFiniteScore and a non_finite entry when its outputs turned NaN/Inf
+  // (e.g. a quantized Sqrt input of a decomposed LayerNorm hitting 0): the most sensitive target.
+  const auto record = [&](size_t i, const ProbeOutputs& outputs) {
+    std::string bad = NonFiniteOutputs(outputs);
+    double score = bad.empty() ? Score(metric, ref_data, outputs, eval) : kNonFiniteScore;
+    if (bad.empty() && !std::isfinite(score)) bad = fmt::format("the {} score is {}", result.metric, score);
+    if (!bad.empty()) {
+      score = kNonFiniteScore;
+      log::Warn("sensitivity: quantizing '{}' makes {}; it ranks first", probes[i].target, bad);
+      result.non_finite.emplace_back(probes[i].target, bad);
+    }
+    result.scores[probes[i].target] = score;
+    report_progress();
+  };
   std::vector<PendingProbe> pending;
-  double probe_run_s = 0.0;  // ONNX Runtime time of merged probe sessions (the rest is graph building)
+  double probe_run_s = 0.0;  // ONNX Runtime time of probe sessions (the rest is graph building)
   // Evaluates the pending probes in one merged session; if that fails, one by one, so a failure
   // is attributed to the probe that caused it.
   const auto flush = [&] {
@@ -214,15 +231,13 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
         ProbeOutputs mine(all.size());
         for (size_t b = 0; b < all.size(); ++b)
           for (size_t j = 0; j < pending[k].outputs.size(); ++j) mine[b][pending[k].outputs[j]] = all[b].at(merged.outputs[k][j]);
-        result.scores[probes[pending[k].probe].target] = Score(metric, ref_data, mine, eval);
-        report_progress();
+        record(pending[k].probe, mine);
       }
     } catch (const std::exception&) {
       for (const auto& p : pending) {
         try {
           const ProbeOutputs mine = RunOnReference(p.submodel, p.outputs, p.outputs, ref_data, probe_runtime);
-          result.scores[probes[p.probe].target] = Score(metric, ref_data, mine, eval);
-          report_progress();
+          record(p.probe, mine);
         } catch (const std::exception& e) {
           fail(p.probe, e.what());
         }
@@ -243,9 +258,10 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
       if (!ref_data.has_boundaries) {
         onnx::ModelProto rewritten = model;
         InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, amax), rewrite);
+        const auto run_start = Clock::now();
         const ProbeOutputs outputs = RunOnReference(rewritten, ref_data.output_names, ref_data.output_names, ref_data, probe_runtime);
-        result.scores[p.target] = Score(metric, ref_data, outputs, eval);
-        report_progress();
+        probe_run_s += Since(run_start);
+        record(i, outputs);
         continue;
       }
       const ProbeCut& cut = p.cut;
@@ -264,6 +280,15 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     if (pending.size() >= kProbesPerSession) flush();
   }
   flush();
+  if (result.scores.empty()) {
+    if (probes.empty()) {
+      throw Error(fmt::format("sensitivity scan of '{}' has nothing to score: no node of the model is in "
+                              "the scope (--op_types_scope)", o.onnx_path));
+    }
+    throw Error(fmt::format("sensitivity scan of '{}' scored nothing: all {} probes failed; the first, '{}': {}",
+                            o.onnx_path, result.failed.size(), result.failed.front().first,
+                            result.failed.front().second));
+  }
   result.timings["calibration_s"] = calibration_s;
   result.timings["reference_s"] = reference_s;
   result.timings["probes_s"] = Since(probes_start);

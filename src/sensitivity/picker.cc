@@ -10,6 +10,7 @@
 #include "ptqkit/error.h"
 #include "sensitivity/blocks.h"
 #include "sensitivity/score_checks.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit {
 namespace {
@@ -69,14 +70,19 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
   ValidateOptions(options);
   PickResult result;
   const std::map<std::string, double> checked = sensitivity::CheckedScores(scores, result.warnings);
+  // NaN/Inf targets are excluded unconditionally below; the mode ranks the rest (their huge score
+  // would overflow the coverage mass).
+  std::map<std::string, double> ranked;
+  for (const auto& [name, score] : checked)
+    if (score < kNonFiniteScore) ranked[name] = score;
   result.block_mode = !options.blocks.empty();
   if (result.block_mode) {
     result.block_agg = options.block_agg;
     result.ranking = sensitivity::RankBlocks(
-        checked, options.blocks, sensitivity::ParseBlockAgg(options.block_agg), result.warnings);
+        ranked, options.blocks, sensitivity::ParseBlockAgg(options.block_agg), result.warnings);
   } else {
     sensitivity::ParseBlockAgg(options.block_agg);  // a typo is an error even when unused
-    result.ranking = sensitivity::RankTargets(checked);
+    result.ranking = sensitivity::RankTargets(ranked);
   }
   const std::vector<RankedEntry>& ranking = result.ranking;
 
@@ -98,6 +104,16 @@ PickResult SuggestExclusion(const std::map<std::string, double>& scores,
   for (size_t i = 0; i < result.cut; ++i) {
     for (const auto& member : ranking[i].members) result.excluded.push_back(member);
   }
+  // Targets whose probe turned the outputs NaN/Inf (score kNonFiniteScore) are always excluded,
+  // whatever the mode, floor or cap chose.
+  std::vector<std::string> forced;
+  for (const auto& [name, score] : checked) {
+    if (score < kNonFiniteScore) continue;
+    forced.push_back(name);
+    result.warnings.push_back(fmt::format(
+        "'{}' is excluded whatever the limits: quantizing it made the outputs NaN/Inf", name));
+  }
+  result.excluded.insert(result.excluded.begin(), forced.begin(), forced.end());
 
   // Coverage is a rank prefix under a budget, so one dominant target larger than the budget makes
   // it select nothing at all — exactly when excluding that target matters most. Say so.

@@ -72,7 +72,7 @@ std::string RenderBlockRanking(const PickResult& pick, const std::string& metric
 }
 
 std::string RenderSummary(const ExclusionSummary& summary, const PickResult* pick) {
-  const std::vector<std::pair<std::string, std::string>> rows = {
+  std::vector<std::pair<std::string, std::string>> rows = {
       {"coverage_pct", fmt::format("{:.2f}", summary.coverage_pct)},
       {"num_excluded", fmt::format("{}", summary.num_excluded)},
       {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
@@ -80,6 +80,10 @@ std::string RenderSummary(const ExclusionSummary& summary, const PickResult* pic
       {"excluded_mass", FormatScore(summary.excluded_mass, 3)},
       {"total_mass", FormatScore(summary.total_mass, 3)},
   };
+  // Shown only when there are some, so the reference document's summary layout is unchanged.
+  if (summary.num_non_finite > 0) {
+    rows.insert(rows.begin() + 4, {"num_non_finite", fmt::format("{}", summary.num_non_finite)});
+  }
   std::vector<std::string> values;
   size_t label_width = 0;
   for (const auto& [label, value] : rows) {
@@ -165,6 +169,7 @@ nlohmann::json ExclusionJson(const PickResult& pick, const ExclusionSummary& sum
             {"num_excluded", summary.num_excluded},
             {"num_previously_quantized", summary.num_previously_quantized},
             {"num_remaining_quantized", summary.num_remaining_quantized},
+            {"num_non_finite", summary.num_non_finite},
             {"excluded_mass", summary.excluded_mass},
             {"total_mass", summary.total_mass}}},
           {"warnings", std::move(warnings)}};

@@ -42,6 +42,11 @@ std::string RenderRanking(const SensitivityResult& result, bool show_zero_scores
         "  ({} target(s) with score 0.0 hidden; pass --show_zero_scores or read the JSON)\n",
         hidden);
   }
+  if (!result.non_finite.empty()) {
+    out += fmt::format(
+        "  ({} target(s) made the outputs NaN/Inf and rank first; see \"non_finite\" in the JSON)\n",
+        result.non_finite.size());
+  }
   if (!result.failed.empty()) {
     out += fmt::format("  ({} target(s) failed and are not ranked; see \"failed\" in the JSON)\n",
                        result.failed.size());

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sensitivity/scores_file.h"
+
 namespace ptqkit::sensitivity {
 
 std::string FormatScore(double value, int decimals) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   if (value == 0.0) return "0";
+  // A probe whose outputs turned NaN/Inf (its exact score stays in the JSON).
+  if (value >= kNonFiniteScore) return "NaN/Inf";
   std::string text = fmt::format("{:.{}f}", value, decimals);
   const bool all_zero = text.find_first_not_of("-0.") == std::string::npos;
   if (all_zero) return value < 0 ? "-~0" : "~0";

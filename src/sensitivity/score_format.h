@@ -1,6 +1,7 @@
 // How scores are printed in the terminal tables and the HTML report (the JSON keeps exact values).
 //   FormatScore: fixed `decimals` digits; exactly 0 prints "0"; a non-zero value that would print
-//   as all zeros prints "~0" (so "tiny but measured" differs from "no effect"); nan/inf as such.
+//   as all zeros prints "~0" (so "tiny but measured" differs from "no effect"); nan/inf as such;
+//   kNonFiniteScore (a probe whose outputs turned NaN/Inf) as "NaN/Inf".
 //   AlignColumn: pads a column of such strings to one width with the decimal points (or the last
 //   integer digit, for "0" and "~0") aligned, like the reference's tables.
 // Pure functions; thread-safe.

@@ -79,10 +79,16 @@ nlohmann::json ToJson(const SensitivityResult& result) {
   for (const auto& [target, reason] : result.failed) {
     failed.push_back({{"reason", reason}, {"target", target}});
   }
+  json non_finite = json::array();
+  for (const auto& [target, reason] : result.non_finite) {
+    non_finite.push_back({{"reason", reason}, {"target", target}});
+  }
   // nlohmann::json keeps object keys in a std::map: sorted, whatever the insertion order.
   return json{{"onnx_path", result.onnx_path},
               {"scores", result.scores},
               {"failed", std::move(failed)},
+              {"num_non_finite", static_cast<int64_t>(result.non_finite.size())},
+              {"non_finite", std::move(non_finite)},
               {"calibration_source", result.calibration_source},
               {"num_calibration_samples", result.num_calibration_samples},
               {"metric", result.metric},
@@ -111,6 +117,18 @@ SensitivityResult FromJson(const nlohmann::json& json, const std::string& source
                             reason.is_string() ? reason.get<std::string>() : reason.dump());
     } else {
       BadField(source, "failed", "a list of {\"target\", \"reason\"} objects", entry);
+    }
+  }
+  if (json.contains("non_finite")) {
+    const nlohmann::json& nf = json.at("non_finite");
+    if (!nf.is_array()) BadField(source, "non_finite", "a list", nf);
+    for (const auto& entry : nf) {
+      if (!entry.is_object() || !entry.contains("target") || !entry.at("target").is_string()) {
+        BadField(source, "non_finite", "a list of {\"target\", \"reason\"} objects", entry);
+      }
+      const auto reason = entry.value("reason", nlohmann::json(""));
+      r.non_finite.emplace_back(entry.at("target").get<std::string>(),
+                                reason.is_string() ? reason.get<std::string>() : reason.dump());
     }
   }
   r.calibration_source = OneOf(json, "calibration_source", source, {"real", "synthetic"});

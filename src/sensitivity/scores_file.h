@@ -6,7 +6,8 @@
 //
 // JSON keys: onnx_path, scores {target: score}, failed [{"target", "reason"}], calibration_source
 // ("real" | "synthetic"), num_calibration_samples, metric ("kl_div" | "mse" | "cos"), granularity
-// ("op_type" | "node"), target_precision, timings {phase: seconds}, ptqkit_version.
+// ("op_type" | "node"), target_precision, timings {phase: seconds}, ptqkit_version,
+// non_finite [{"target", "reason"}] (their score is kNonFiniteScore), num_non_finite.
 // Reading accepts files without timings and ptqkit_version, "failed" entries that are plain
 // target names, and ignores keys it does not know (files written by ModelOpt's scan read too).
 // Value type; functions are thread-safe.
@@ -23,10 +24,17 @@
 // ptqkit; the functions on it are internal and live in ptqkit::sensitivity.
 namespace ptqkit {
 
+// The score of a probe whose outputs turned NaN or Inf: the largest finite double, so that it ranks
+// first and stays a plain JSON number for readers that only know "scores".
+inline constexpr double kNonFiniteScore = 1.7976931348623157e+308;
+
 struct SensitivityResult {
   std::string onnx_path;
   std::map<std::string, double> scores;  // target -> score; higher = more sensitive
   std::vector<std::pair<std::string, std::string>> failed;  // (target, reason); never in scores
+  // (target, reason): probes whose outputs turned NaN/Inf. They are in scores with kNonFiniteScore,
+  // so they rank first, and the picker always excludes them.
+  std::vector<std::pair<std::string, std::string>> non_finite;
   std::string calibration_source;                           // "real" | "synthetic"
   int64_t num_calibration_samples = 0;
   std::string metric;                     // "kl_div" | "mse" | "cos"

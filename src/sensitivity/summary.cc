@@ -5,6 +5,7 @@
 
 #include "ptqkit/picker.h"
 #include "sensitivity/score_checks.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit {
 
@@ -25,6 +26,10 @@ ExclusionSummary SummarizeExclusion(const std::map<std::string, double>& scores,
   }
   // Both sums in the same (name) order, so excluding everything gives exactly 100%.
   for (const auto& [name, score] : checked) {
+    if (score >= kNonFiniteScore) {  // NaN/Inf probes: counted apart, their score would swamp the mass
+      ++summary.num_non_finite;
+      continue;
+    }
     summary.total_mass += score;
     if (counted.count(name) != 0) summary.excluded_mass += score;
   }

@@ -303,7 +303,25 @@ def transformer_data(n: int, seed: int, tokens: bool = False):
     return x.astype(np.float32), labels
 
 
-def _encoder_block(g: GraphBuilder, rng, x: str, i: int) -> str:
+def _decomposed_layernorm(g: GraphBuilder, inp: str, name: str, node: str, d: int = D_MODEL) -> str:
+    """LayerNorm as torch exports it below opset 17 (and many ViT exports do anyway):
+    ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, then Mul/Add by weight and bias."""
+    g.init(f"{name}.weight", np.ones(d, np.float32))
+    g.init(f"{name}.bias", np.zeros(d, np.float32))
+    g.init(f"{name}.two", np.array(2.0, np.float32))
+    g.init(f"{name}.eps", np.array(1e-5, np.float32))
+    mean = g.op("ReduceMean", f"{node}/ReduceMean", [inp], axes=[-1], keepdims=1)
+    c = g.op("Sub", f"{node}/Sub", [inp, mean])
+    sq = g.op("Pow", f"{node}/Pow", [c, f"{name}.two"])
+    var = g.op("ReduceMean", f"{node}/ReduceMean_1", [sq], axes=[-1], keepdims=1)
+    var = g.op("Add", f"{node}/Add", [var, f"{name}.eps"])
+    std = g.op("Sqrt", f"{node}/Sqrt", [var])
+    y = g.op("Div", f"{node}/Div", [c, std])
+    y = g.op("Mul", f"{node}/Mul", [y, f"{name}.weight"])
+    return g.op("Add", f"{node}/Add_1", [y, f"{name}.bias"])
+
+
+def _encoder_block(g: GraphBuilder, rng, x: str, i: int, decomposed_ln: bool = False) -> str:
     p, n = f"blocks.{i}", f"/blocks.{i}"
     d, hd = D_MODEL, D_MODEL // HEADS
 
@@ -314,6 +332,8 @@ def _encoder_block(g: GraphBuilder, rng, x: str, i: int) -> str:
         return g.op("Add", f"{node}/Add", [y, f"{name}.bias"])
 
     def layernorm(inp, name, node):
+        if decomposed_ln:
+            return _decomposed_layernorm(g, inp, name, node)
         g.init(f"{name}.weight", np.ones(d, np.float32))
         g.init(f"{name}.bias", np.zeros(d, np.float32))
         return g.op("LayerNormalization", f"{node}/LayerNormalization",
@@ -361,8 +381,10 @@ def _encoder_block(g: GraphBuilder, rng, x: str, i: int) -> str:
 
 
 def make_transformer_block(path, blocks: int = 2, tokens: bool = False, n_train: int = 1500,
-                           seed: int = 11) -> onnx.ModelProto:
-    """Pre-LN encoder: [N,16,64] float (or input_ids [N,16] int64) -> logits [N,8]."""
+                           seed: int = 11, decomposed_ln: bool = False, data_fn=None) -> onnx.ModelProto:
+    """Pre-LN encoder: [N,16,64] float (or input_ids [N,16] int64) -> logits [N,8].
+    decomposed_ln: every LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add;
+    data_fn(n, seed) -> (inputs, labels) replaces transformer_data for fitting the head."""
     rng = np.random.default_rng(seed)
     g = GraphBuilder()
     if tokens:
@@ -375,11 +397,14 @@ def make_transformer_block(path, blocks: int = 2, tokens: bool = False, n_train:
         x = TRANSFORMER_INPUT
         inp = helper.make_tensor_value_info(TRANSFORMER_INPUT, TensorProto.FLOAT, ["N", SEQ, D_MODEL])
     for i in range(blocks):
-        x = _encoder_block(g, rng, x, i)
-    g.init("norm.weight", np.ones(D_MODEL, np.float32))
-    g.init("norm.bias", np.zeros(D_MODEL, np.float32))
-    x = g.op("LayerNormalization", "/norm/LayerNormalization", [x, "norm.weight", "norm.bias"],
-             axis=-1, epsilon=1e-5)
+        x = _encoder_block(g, rng, x, i, decomposed_ln)
+    if decomposed_ln:
+        x = _decomposed_layernorm(g, x, "norm", "/norm")
+    else:
+        g.init("norm.weight", np.ones(D_MODEL, np.float32))
+        g.init("norm.bias", np.zeros(D_MODEL, np.float32))
+        x = g.op("LayerNormalization", "/norm/LayerNormalization", [x, "norm.weight", "norm.bias"],
+                 axis=-1, epsilon=1e-5)
     pooled = g.op("ReduceMean", "/ReduceMean", [x], axes=[1], keepdims=0)
     g.init("head.weight_T", np.zeros((D_MODEL, NUM_SEQ_CLASSES), np.float32))
     g.init("head.bias", np.zeros(NUM_SEQ_CLASSES, np.float32))
@@ -388,7 +413,8 @@ def make_transformer_block(path, blocks: int = 2, tokens: bool = False, n_train:
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", NUM_SEQ_CLASSES])
     model = g.model([inp], [out], "main_graph")
 
-    data, labels = transformer_data(n_train, TRAIN_SEED, tokens=tokens)
+    data, labels = (data_fn(n_train, TRAIN_SEED) if data_fn else
+                    transformer_data(n_train, TRAIN_SEED, tokens=tokens))
     feats = _session(model, [pooled]).run([pooled], {inp.name: data})[0].astype(np.float64)
     w, b = fit_softmax_regression(feats, labels, NUM_SEQ_CLASSES)
     _set_init(model, "head.weight_T", w.T)
@@ -659,3 +685,21 @@ def grid_input_data(n: int, seed: int):
     x = np.random.default_rng(seed).integers(-127, 128, (n, 16)).astype(np.float32)
     x[:, 0], x[:, 1] = 127.0, -127.0
     return x
+
+
+# Massive activations (as in trained ViTs and LLMs): one token of every sample carries a few
+# features thousands of times larger than the rest. A decomposed LayerNorm's variance then spans
+# ~1 (ordinary tokens) to ~1e5 (that token), so an 8-bit Sqrt input rounds ordinary tokens'
+# variance to 0 and Div(x - mean, 0) turns the outputs NaN/Inf.
+MASSIVE_VALUE = 3000.0
+
+
+def massive_transformer_data(n: int, seed: int):
+    x, labels = transformer_data(n, seed)
+    x = x.copy()
+    x[:, 0, :4] = MASSIVE_VALUE
+    return x, labels
+
+
+def make_decomposed_ln_transformer(path, blocks: int = 1) -> onnx.ModelProto:
+    return make_transformer_block(path, blocks=blocks, decomposed_ln=True, data_fn=massive_transformer_data)

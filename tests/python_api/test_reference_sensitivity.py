@@ -227,7 +227,7 @@ def test_reference_summarize_exclusion(tmp_path, node_scores, cli, caplog):
     excluded = suggest_exclusion(node_scores, coverage=0.5)
     summary = summarize_exclusion(node_scores, excluded)
     assert set(summary) == {"coverage_pct", "num_excluded", "num_previously_quantized",
-                            "num_remaining_quantized", "excluded_mass", "total_mass"}
+                            "num_remaining_quantized", "num_non_finite", "excluded_mass", "total_mass"}
     assert summary["num_previously_quantized"] == len(node_scores)
     assert summary["num_remaining_quantized"] == len(node_scores) - len(excluded)
     assert summary["total_mass"] == pytest.approx(sum(node_scores.values()))

@@ -38,6 +38,7 @@ def score(
     calibration_eps=("cpu",),
     trt_plugins=None,
     intra_op_num_threads=None,
+    activation_cache_limit_mb: int = 2048,
     output_json=None,
     report=None,
     log_level: str = "INFO",
@@ -51,7 +52,12 @@ def score(
     output_json / report: also write the scores file / HTML report there (nothing is written by
     default; `python -m ptqkit.sensitivity` writes <model>.sensitivity.json like the CLI).
 
-    Returns {"scores": {target: score}, "failed": [{"target", "reason"}], "calibration_source",
+    activation_cache_limit_mb: FP32 activations cached for probe sub-graphs; above it every probe
+    runs the whole model (same scores, slower); 0 = always whole-model probes.
+
+    Returns {"scores": {target: score}, "failed": [{"target", "reason"}], "non_finite":
+    [{"target", "reason"}] (probes whose outputs turned NaN/Inf; their score is the largest finite
+    double, 1.7976931348623157e+308), "num_non_finite", "calibration_source",
     "num_calibration_samples", "metric", "granularity", "target_precision", "timings",
     "onnx_path", "ptqkit_version"}. Raises ptqkit.Error.
     """
@@ -70,6 +76,7 @@ def score(
     o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
     o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
     o.intra_op_num_threads = _options.count(intra_op_num_threads)
+    o.activation_cache_limit_mb = int(activation_cache_limit_mb)
     text = _ptqkit.score(o, data.arrays, _options.path(output_json), _options.path(report), data.label,
                          log_level, _options.path(log_file))
     return json.loads(text)

@@ -7,11 +7,13 @@
 #include <limits>
 
 #include "ptqkit/error.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -368,6 +370,30 @@ TEST(PickerBlocksTest, GroupRanksBeforeASingletonOfTheSameNameAndScore) {
 }
 
 // --- summarize ---
+
+TEST(PickerTest, NonFiniteTargetsAreAlwaysExcludedFirst) {
+  std::map<std::string, double> scores = kScores;
+  scores["nan2"] = kNonFiniteScore;
+  scores["nan1"] = kNonFiniteScore;
+  // The coverage budget is computed on the finite scores only (a: 5 of 10).
+  EXPECT_THAT(SuggestExclusion(scores, Coverage(0.5)).excluded, ElementsAre("nan1", "nan2", "a"));
+  PickerOptions none = Coverage(0.9);
+  none.max_nodes = 0;
+  const PickResult capped = SuggestExclusion(scores, none);
+  EXPECT_THAT(capped.excluded, ElementsAre("nan1", "nan2"));
+  EXPECT_THAT(capped.warnings, Contains(HasSubstr("'nan1' is excluded whatever the limits")));
+  EXPECT_THAT(SuggestExclusion(scores, Threshold(100.0)).excluded, ElementsAre("nan1", "nan2"));
+}
+
+TEST(SummarizeExclusionTest, NonFiniteTargetsAreCountedApartFromTheMass) {
+  std::map<std::string, double> scores = kScores;
+  scores["nan"] = kNonFiniteScore;
+  const ExclusionSummary s = SummarizeExclusion(scores, {"nan", "a"});
+  EXPECT_EQ(s.num_non_finite, 1);
+  EXPECT_EQ(s.num_excluded, 2);
+  EXPECT_DOUBLE_EQ(s.total_mass, 10.0);
+  EXPECT_DOUBLE_EQ(s.coverage_pct, 50.0);
+}
 
 TEST(SummarizeExclusionTest, CountsAndMass) {
   const ExclusionSummary s = SummarizeExclusion(kScores, {"a", "c"});

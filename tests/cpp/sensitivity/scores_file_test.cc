@@ -71,7 +71,9 @@ TEST(ScoresFileTest, SerializationIsExactAndSorted) {
   ],
   "granularity": "op_type",
   "metric": "kl_div",
+  "non_finite": [],
   "num_calibration_samples": 500,
+  "num_non_finite": 0,
   "onnx_path": "models/m.onnx",
   "ptqkit_version": "0.1.0",
   "scores": {
@@ -108,6 +110,19 @@ TEST(ScoresFileTest, RoundTripIsExactAndByteStable) {
   int files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 2);
+}
+
+TEST(ScoresFileTest, NonFiniteProbesRoundTripWithTheLargestFiniteScore) {
+  SensitivityResult r = Example();
+  r.scores = {{"Sqrt", kNonFiniteScore}, {"Add", 0.5}};
+  r.non_finite = {{"Sqrt", "non-finite outputs: output 'logits' NaN: 8 of 8 values"}};
+  const std::string text = SerializeResult(r);
+  EXPECT_THAT(text, HasSubstr("\"Sqrt\": 1.7976931348623157e+308"));
+  EXPECT_THAT(text, HasSubstr("\"num_non_finite\": 1"));
+  const SensitivityResult read = FromJson(nlohmann::json::parse(text), "s.json");
+  EXPECT_EQ(read.scores.at("Sqrt"), kNonFiniteScore);
+  EXPECT_EQ(read.non_finite, r.non_finite);
+  EXPECT_EQ(SerializeResult(read), text);
 }
 
 TEST(ScoresFileTest, NonFiniteScoresAreRefusedNamingTheTarget) {
