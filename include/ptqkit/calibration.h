@@ -51,8 +51,18 @@ class CalibrationSet {
   // Checks names (missing / extra), dtypes, ranks, static dims (axis 0 excepted) and that all
   // inputs have the same number of samples. `shapes` are --calibration_shapes (name -> shape);
   // their non-batch dims must match the data too. Throws ptqkit::Error.
+  //
+  // Sample axis per input: `batch_axes` (--calibration_batch_axis, name -> axis) where given;
+  // else a scalar input, or one whose data has exactly the model's fully static shape, is fixed
+  // (fed unchanged with every batch); else an input with exactly one dynamic dim k != 0 (and a
+  // static axis 0 other than 1, with the data matching every static dim) takes its samples
+  // along k, which is logged (recurrent state [layers, B, hidden]); else axis 0.
+  // float64/float16 data for a float32 input is cast with a warning, int32 for int64 likewise.
   void Validate(const std::vector<InputSpec>& inputs,
-                const std::map<std::string, std::vector<int64_t>>& shapes = {});
+                const std::map<std::string, std::vector<int64_t>>& shapes = {},
+                const std::map<std::string, int64_t>& batch_axes = {});
+  // The axis input `name`'s samples lie along; -1 for a fixed input. REQUIRES: Validate().
+  int64_t sample_axis(const std::string& name) const;
 
   // Number of samples (axis 0 length). REQUIRES: Validate() succeeded.
   int64_t num_samples() const;
@@ -69,6 +79,9 @@ class CalibrationSet {
   explicit CalibrationSet(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Parses "--calibration_batch_axis" text: "state:1,h:1" (entries also separable by spaces).
+std::map<std::string, int64_t> ParseBatchAxisList(const std::string& text);
 
 // Parses "--calibration_shapes" text: "in:8x3x224x224,mask:8x128" (entries also separable by spaces).
 std::map<std::string, std::vector<int64_t>> ParseShapeList(const std::string& text);

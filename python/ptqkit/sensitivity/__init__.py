@@ -35,6 +35,7 @@ def score(
     num_calib_samples: int = 100,
     calibration_shapes=None,
     calibration_batch_size=None,
+    calibration_batch_axis=None,
     calibration_eps=("cpu",),
     trt_plugins=None,
     intra_op_num_threads=None,
@@ -67,6 +68,7 @@ def score(
     o.num_calib_samples = int(num_calib_samples)
     o.calibration_shapes = _options.shapes(calibration_shapes)
     o.calibration_batch_size = _options.count(calibration_batch_size)
+    o.calibration_batch_axis = _options.batch_axes(calibration_batch_axis)
     o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
     o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
     o.intra_op_num_threads = _options.count(intra_op_num_threads)
