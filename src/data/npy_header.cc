@@ -55,8 +55,8 @@ DataType DtypeFromDescr(const std::string& descr, const std::string& source) {
     code.remove_prefix(1);
   }
   if (code == "O") {
-    throw Error(fmt::format("{}: array holds pickled Python objects (dtype '{}'); ptqkit never "
-                            "unpickles. np.savez(path, calib_dict) stores a dict this way as "
+    throw Error(fmt::format("{}: unsupported dtype '{}': the array holds pickled Python objects, "
+                            "and ptqkit never unpickles. np.savez(path, calib_dict) stores a dict this way as "
                             "'arr_0': save one array per input with np.savez(path, **calib_dict)",
                             source, descr),
                 Error::Kind::kUnsupported);
