@@ -31,13 +31,15 @@ def _make_stateful(path):
         helper.make_node("Reshape", ["st", "flat"], ["stf"], name="reshape"),
         helper.make_node("Concat", ["hr", "stf"], ["cat"], axis=1, name="concat"),
         helper.make_node("MatMul", ["cat", "w2"], ["y"], name="mm2"),
+        helper.make_node("Tanh", ["state"], ["new_state"], name="tanh_state"),
     ]
     graph = helper.make_graph(
         nodes, "stateful",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", FEATURES]),
          helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, "B", HIDDEN]),
          helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 8]),
+         helper.make_tensor_value_info("new_state", TensorProto.FLOAT, [2, "B", HIDDEN])],
         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
          numpy_helper.from_array(np.array(16000.0, np.float32), "k16000"),
          numpy_helper.from_array(np.array([0, 2 * HIDDEN], np.int64), "flat")])
@@ -121,3 +123,17 @@ def test_pickled_dict_npz_is_refused_with_the_fix(cli, small_cnn, tmp_path):
     assert r.returncode != 0
     line = r.error_line()
     assert "pickled" in line and "np.savez(path, **calib_dict)" in line, line
+
+
+def test_sensitivity_scan_with_scalar_and_state_inputs(cli, stateful, tmp_path):
+    import json
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, **_data(12))
+    out = tmp_path / "scores.json"
+    r = cli.run("sensitivity", "--onnx_path", stateful, "--calibration_data_path", calib,
+                "--granularity", "node", "--calibration_batch_axis", "state:1",
+                "--calibration_batch_size", "4", "--output_json", out)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "mm1" in text and "mm2" in text, text[:2000]
+    json.loads(text)
