@@ -62,7 +62,8 @@ def quantize(
     qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ...
     Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path)
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
+                                _options.batch_axes(calibration_batch_axis))
     o = _ptqkit.QuantizeOptions()
     o.onnx_path = _options.path(onnx_path)
     o.output_path = _options.path(output_path)

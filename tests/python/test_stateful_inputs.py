@@ -102,6 +102,18 @@ def test_python_keyword_batch_axis(stateful, tmp_path):
     _check_output(out)
 
 
+def test_python_sequence_of_per_sample_feeds(stateful, tmp_path):
+    """Per-run feeds as recorded from a stream: state [2, 1, H] each, joined along axis 1; sr 0-d."""
+    ptqkit = pytest.importorskip("ptqkit")
+    d = _data(6)
+    feeds = [{"x": d["x"][i:i + 1], "state": d["state"][:, i:i + 1], "sr": d["sr"]} for i in range(6)]
+    out = tmp_path / "q.onnx"
+    report = ptqkit.quantize(stateful, "int8", feeds, output_path=out,
+                             calibration_batch_axis="state:1", calibration_batch_size=2)
+    assert report["num_calibration_samples"] == 6
+    _check_output(out)
+
+
 def test_float64_npy_is_cast_with_a_warning(cli, small_cnn, tmp_path):
     import models
     x = models.small_cnn_data(8, seed=1).astype(np.float64)

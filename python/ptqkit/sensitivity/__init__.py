@@ -56,7 +56,8 @@ def score(
     "num_calibration_samples", "metric", "granularity", "target_precision", "timings",
     "onnx_path", "ptqkit_version"}. Raises ptqkit.Error.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path)
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
+                                _options.batch_axes(calibration_batch_axis))
     o = _ptqkit.SensitivityOptions()
     o.onnx_path = _options.path(onnx_path)
     o.calibration_data_path = data.path
