@@ -1,5 +1,6 @@
 // CalibrationSet: the calibration samples for a model, one tensor per graph input, with the
-// samples stacked along axis 0. It is read from .npy / .npz / a directory of them, built from
+// samples stacked along axis 0 (or the input's batch axis, see Validate; a scalar or fixed input
+// holds one value that every batch gets). It is read from .npy / .npz / a directory of them, built from
 // in-memory tensors, or synthesised (seeded) when the user gives no data.
 //
 // Validate() checks the set against the model's inputs and must be called before Batches();
@@ -27,7 +28,7 @@ struct InputSpec {
   std::vector<int64_t> shape;
 };
 
-// One batch: input name -> tensor whose axis 0 is the batch.
+// One batch: input name -> tensor whose sample axis (usually 0) holds the batch; fixed inputs whole.
 using Batch = std::map<std::string, HostTensor>;
 
 class CalibrationSet {
