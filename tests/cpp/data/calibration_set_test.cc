@@ -280,6 +280,12 @@ TEST(CalibrationSetTest, Float64AndInt32AreCastToTheModelsType) {
   EXPECT_TRUE(std::isinf(a[2]));  // out of float32 range: the warning is why
   EXPECT_EQ(batch.at("ids").dtype, DataType::kInt64);
   EXPECT_THAT(Values<int64_t>(batch.at("ids")), ElementsAre(7, -1, 2147483647));
+
+  // float16 bits 0x3E00 = 1.5, 0xC000 = -2.
+  CalibrationSet half = CalibrationSet::FromTensors(
+      {{"h", MakeTensor<uint16_t>(DataType::kFloat16, {2}, {0x3E00, 0xC000})}});
+  half.Validate({Spec("h", {-1})});
+  EXPECT_THAT(Values<float>(half.ReadBatch(0, 2).at("h")), ElementsAre(1.5f, -2.f));
 }
 
 TEST(CalibrationSetTest, ScalarIsFedWholeWithEveryBatch) {
