@@ -1,5 +1,6 @@
 // CalibrationSet: the calibration samples for a model, one tensor per graph input, with the
-// samples stacked along axis 0. It is read from .npy / .npz / a directory of them, built from
+// samples stacked along axis 0 (or the input's batch axis, see Validate; a scalar or fixed input
+// holds one value that every batch gets). It is read from .npy / .npz / a directory of them, built from
 // in-memory tensors, or synthesised (seeded) when the user gives no data.
 //
 // Validate() checks the set against the model's inputs and must be called before Batches();
@@ -27,7 +28,7 @@ struct InputSpec {
   std::vector<int64_t> shape;
 };
 
-// One batch: input name -> tensor whose axis 0 is the batch.
+// One batch: input name -> tensor whose sample axis (usually 0) holds the batch; fixed inputs whole.
 using Batch = std::map<std::string, HostTensor>;
 
 class CalibrationSet {
@@ -51,8 +52,18 @@ class CalibrationSet {
   // Checks names (missing / extra), dtypes, ranks, static dims (axis 0 excepted) and that all
   // inputs have the same number of samples. `shapes` are --calibration_shapes (name -> shape);
   // their non-batch dims must match the data too. Throws ptqkit::Error.
+  //
+  // Sample axis per input: `batch_axes` (--calibration_batch_axis, name -> axis) where given;
+  // else a scalar input, or one whose data has exactly the model's fully static shape, is fixed
+  // (fed unchanged with every batch); else an input with exactly one dynamic dim k != 0 (and a
+  // static axis 0 other than 1, with the data matching every static dim) takes its samples
+  // along k, which is logged (recurrent state [layers, B, hidden]); else axis 0.
+  // float64/float16 data for a float32 input is cast with a warning, int32 for int64 likewise.
   void Validate(const std::vector<InputSpec>& inputs,
-                const std::map<std::string, std::vector<int64_t>>& shapes = {});
+                const std::map<std::string, std::vector<int64_t>>& shapes = {},
+                const std::map<std::string, int64_t>& batch_axes = {});
+  // The axis input `name`'s samples lie along; -1 for a fixed input. REQUIRES: Validate().
+  int64_t sample_axis(const std::string& name) const;
 
   // Number of samples (axis 0 length). REQUIRES: Validate() succeeded.
   int64_t num_samples() const;
@@ -69,6 +80,9 @@ class CalibrationSet {
   explicit CalibrationSet(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Parses "--calibration_batch_axis" text: "state:1,h:1" (entries also separable by spaces).
+std::map<std::string, int64_t> ParseBatchAxisList(const std::string& text);
 
 // Parses "--calibration_shapes" text: "in:8x3x224x224,mask:8x128" (entries also separable by spaces).
 std::map<std::string, std::vector<int64_t>> ParseShapeList(const std::string& text);

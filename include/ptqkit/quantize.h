@@ -38,6 +38,7 @@ struct QuantizeOptions {
   double percentile = 99.999;
   std::map<std::string, std::vector<int64_t>> calibration_shapes;  // input -> shape; axis 0 = batch
   int64_t calibration_batch_size = 0;                               // 0: from shapes / model / 1
+  std::map<std::string, int64_t> calibration_batch_axis;  // input -> sample axis (else inferred)
   std::vector<std::string> calibration_eps = {"cpu"};
   std::vector<std::string> trt_plugins;
   int intra_op_num_threads = 0;

@@ -31,6 +31,7 @@ struct SensitivityOptions {
   std::vector<std::string> op_types_scope;                  // empty: the default scope
   std::map<std::string, std::vector<int64_t>> calibration_shapes;
   int64_t calibration_batch_size = 0;
+  std::map<std::string, int64_t> calibration_batch_axis;  // input -> sample axis (else inferred)
   std::vector<std::string> calibration_eps = {"cpu"};
   std::vector<std::string> trt_plugins;
   int intra_op_num_threads = 0;

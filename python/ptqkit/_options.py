@@ -35,6 +35,17 @@ def shapes(value) -> dict[str, list[int]]:
     raise TypeError(f"calibration_shapes: expected 'name:AxBxC,...' or a dict, got {value!r}")
 
 
+def batch_axes(value) -> dict[str, int]:
+    """calibration_batch_axis: the CLI's text ("state:1,h:1") or {input: axis}."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return _ptqkit.parse_batch_axis_list(value)
+    if isinstance(value, Mapping):
+        return {str(k): int(v) for k, v in value.items()}
+    raise TypeError(f"calibration_batch_axis: expected 'name:axis,...' or a dict, got {value!r}")
+
+
 def count(value, default: int = 0) -> int:
     """An integer option whose CLI default is "not given" (0 in the C++ struct)."""
     return default if value is None else int(value)

@@ -37,6 +37,7 @@ def quantize(
     calibration_data_path=None,
     percentile: float = 99.999,
     calibration_batch_size=None,
+    calibration_batch_axis=None,
     intra_op_num_threads=None,
     num_synthetic_samples: int = 32,
     op_types_to_exclude_fp16=None,
@@ -53,13 +54,16 @@ def quantize(
     (single-input model, samples on axis 0), a mapping {input name: array} (also np.load's
     NpzFile), or a sequence of per-sample mappings; None = seeded synthetic data (with a warning).
     calibration_shapes: "in:8x3x224x224,..." or {input: [8, 3, 224, 224]}.
+    calibration_batch_axis: "state:1" or {input: axis}: the axis an input's samples lie along
+    (default: inferred when the input has exactly one dynamic dim, else 0; scalars fed whole).
     Other options: see `python -m ptqkit --help`.
 
     Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
     qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ...
     Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path)
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
+                                _options.batch_axes(calibration_batch_axis))
     o = _ptqkit.QuantizeOptions()
     o.onnx_path = _options.path(onnx_path)
     o.output_path = _options.path(output_path)
@@ -70,6 +74,7 @@ def quantize(
     o.percentile = float(percentile)
     o.calibration_shapes = _options.shapes(calibration_shapes)
     o.calibration_batch_size = _options.count(calibration_batch_size)
+    o.calibration_batch_axis = _options.batch_axes(calibration_batch_axis)
     o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
     o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
     o.intra_op_num_threads = _options.count(intra_op_num_threads)

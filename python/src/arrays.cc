@@ -52,9 +52,11 @@ HostTensor ToHostTensor(const std::string& name, const py::object& array) {
     throw Error(fmt::format("{}: unsupported dtype '{}' (expected float32, float16, int64, int32, uint8, int8 or bool)",
                             label, py::str(dtype).cast<std::string>()));
   }
-  // C order and native byte order, without changing the element type.
+  // C order and native byte order, without changing the element type or the rank (a 0-d array
+  // stays a scalar: np.ascontiguousarray would make it 1-d).
   const py::module_ np = py::module_::import("numpy");
-  const py::object contiguous = np.attr("ascontiguousarray")(array, dtype.attr("newbyteorder")("="));
+  const py::object contiguous =
+      np.attr("asarray")(array, dtype.attr("newbyteorder")("="), py::arg("order") = "C");
   const py::buffer_info info = py::reinterpret_borrow<py::buffer>(contiguous).request();
 
   HostTensor tensor;

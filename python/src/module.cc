@@ -262,6 +262,7 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("percentile", &QuantizeOptions::percentile)
       .def_readwrite("calibration_shapes", &QuantizeOptions::calibration_shapes)
       .def_readwrite("calibration_batch_size", &QuantizeOptions::calibration_batch_size)
+      .def_readwrite("calibration_batch_axis", &QuantizeOptions::calibration_batch_axis)
       .def_readwrite("calibration_eps", &QuantizeOptions::calibration_eps)
       .def_readwrite("trt_plugins", &QuantizeOptions::trt_plugins)
       .def_readwrite("intra_op_num_threads", &QuantizeOptions::intra_op_num_threads)
@@ -292,6 +293,7 @@ void BindSensitivityOptions(py::module_& m) {
       .def_readwrite("op_types_scope", &SensitivityOptions::op_types_scope)
       .def_readwrite("calibration_shapes", &SensitivityOptions::calibration_shapes)
       .def_readwrite("calibration_batch_size", &SensitivityOptions::calibration_batch_size)
+      .def_readwrite("calibration_batch_axis", &SensitivityOptions::calibration_batch_axis)
       .def_readwrite("calibration_eps", &SensitivityOptions::calibration_eps)
       .def_readwrite("trt_plugins", &SensitivityOptions::trt_plugins)
       .def_readwrite("intra_op_num_threads", &SensitivityOptions::intra_op_num_threads)
@@ -332,6 +334,7 @@ PYBIND11_MODULE(_ptqkit, m) {
   m.def("suggest_exclusion", &RunSuggestExclusion, py::arg("scores"), py::arg("options"));
   m.def("summarize_exclusion", &RunSummarizeExclusion, py::arg("scores"), py::arg("excluded"));
   m.def("parse_shape_list", &ptqkit::ParseShapeList, py::arg("text"));
+  m.def("parse_batch_axis_list", &ptqkit::ParseBatchAxisList, py::arg("text"));
   m.def("model_input_ranks", &ModelInputRanks, py::arg("onnx_path"));
   m.def("run_cli", [](const std::vector<std::string>& args) {
     CliLogging cli_logging;

@@ -57,7 +57,11 @@ Command RegisterQuantize(CLI::App& app) {
                   "int8/fp8: max | entropy | percentile | mse (default mse); int4: rtn | awq_clip | awq_lite "
                   "(default awq_clip)");
   cmd->add_option("--percentile", o->percentile, "Percentile for --calibration_method percentile")->capture_default_str();
+  auto batch_axis = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");
+  cmd->add_option("--calibration_batch_axis", *batch_axis,
+                  "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
+                  "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
                   "Batch size for models with a dynamic batch dimension (default 1)");
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
@@ -93,10 +97,13 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
   cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
 
-  return [o, shapes, log_level, log_file]() {
+  return [o, shapes, batch_axis, log_level, log_file]() {
     log::SetLevel(log::ParseLevel(*log_level));
     if (!log_file->empty()) log::SetFile(*log_file);
     if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
+    std::string axes_text;
+    for (const std::string& entry : *batch_axis) axes_text += entry + ",";
+    o->calibration_batch_axis = ParseBatchAxisList(axes_text);
     ProgressBar bar("calibrating");
     o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
     const QuantizeReport report = Quantize(*o);

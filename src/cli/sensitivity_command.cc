@@ -42,7 +42,11 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
   cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")->capture_default_str();
+  auto batch_axis = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");
+  cmd->add_option("--calibration_batch_axis", *batch_axis,
+                  "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
+                  "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)");
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
@@ -61,6 +65,9 @@ Command RegisterSensitivity(CLI::App& app) {
     if (!log_file->empty()) log::SetFile(*log_file);
     o->calibration_data_path = *data_path;
     if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
+    std::string axes_text;
+    for (const std::string& entry : *batch_axis) axes_text += entry + ",";
+    o->calibration_batch_axis = ParseBatchAxisList(axes_text);
     const std::string json_path = output_json->empty() ? DefaultJsonPath(o->onnx_path) : *output_json;
     sensitivity::SensitivityResult result;
     {

@@ -22,7 +22,10 @@ void CheckRange(const ArraySource& source, int64_t begin, int64_t end) {
 
 ArraySource::ArraySource(DataType dtype, std::vector<int64_t> shape, std::string origin)
     : dtype_(dtype), shape_(std::move(shape)), origin_(std::move(origin)) {
-  if (shape_.empty()) throw Error(fmt::format("internal: {} has no axis 0", origin_));
+  if (shape_.empty()) {  // a scalar: stored as one row of one element
+    shape_ = {1};
+    scalar_ = true;
+  }
 }
 
 int64_t ArraySource::row_bytes() const {

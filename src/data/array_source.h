@@ -26,6 +26,8 @@ class ArraySource {
   // Full shape; shape()[0] is the number of rows. Rank >= 1.
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t rows() const { return shape_[0]; }
+  // The array was rank 0 (a scalar); shape() then reads [1].
+  bool scalar() const { return scalar_; }
   // Bytes of one row (the product of the dims after axis 0, times the element size).
   int64_t row_bytes() const;
   // Where the data comes from, for error messages: "a.npy", "b.npz:x".
@@ -45,6 +47,7 @@ class ArraySource {
  private:
   DataType dtype_;
   std::vector<int64_t> shape_;
+  bool scalar_ = false;
   std::string origin_;
 };
 

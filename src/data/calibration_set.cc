@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -9,6 +10,8 @@
 #include "data/calibration_set_impl.h"
 #include "data/npy.h"
 #include "data/npz.h"
+#include "base/log.h"
+#include "onnx/float16.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 
@@ -72,15 +75,42 @@ std::vector<fs::path> ListDataFiles(const fs::path& dir) {
   return files;
 }
 
+// Element-wise cast for the lossless or warned conversions Validate accepts.
+HostTensor CastTensor(const HostTensor& in, DataType to) {
+  HostTensor out(to, in.shape);
+  const int64_t n = in.NumElements();
+  if (to == DataType::kFloat) {
+    float* dst = reinterpret_cast<float*>(out.bytes.data());
+    if (in.dtype == DataType::kDouble) {
+      const double* src = reinterpret_cast<const double*>(in.bytes.data());
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+      return out;
+    }
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(in.bytes.data());
+    for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+    return out;
+  }
+  int64_t* dst = reinterpret_cast<int64_t*>(out.bytes.data());
+  const int32_t* src = reinterpret_cast<const int32_t*>(in.bytes.data());
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  return out;
+}
+
 }  // namespace
 
 void CalibrationSet::Impl::Input::Append(std::shared_ptr<const data::ArraySource> source) {
   if (segments.empty()) {
     dtype = source->dtype();
     shape = source->shape();
-    shape[0] = 0;
     origin = source->origin();
+    if (source->scalar()) {  // a scalar: one value, fed whole with every batch
+      shape.clear();
+      segments.push_back({0, source});
+      return;
+    }
+    shape[0] = 0;
   }
+  if (shape.empty()) return;  // a scalar in every file of a directory: the first one is used
   segments.push_back({shape[0], source});
   shape[0] += source->rows();
 }
@@ -173,10 +203,6 @@ CalibrationSet CalibrationSet::FromTensors(std::map<std::string, HostTensor> ten
   impl->origin = "in-memory tensors";
   for (auto& [name, tensor] : tensors) {
     const std::string origin = fmt::format("calibration tensor {}", KeyName(name));
-    if (tensor.shape.empty()) {
-      throw Error(
-          fmt::format("{} is a scalar; calibration data needs samples along axis 0", origin));
-    }
     if (ElementSize(tensor.dtype) == 0) {
       throw Error(fmt::format("{} has unsupported type {}", origin, DataTypeName(tensor.dtype)),
                   Error::Kind::kUnsupported);
@@ -196,7 +222,8 @@ CalibrationSet CalibrationSet::FromTensors(std::map<std::string, HostTensor> ten
 }
 
 void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
-                              const std::map<std::string, std::vector<int64_t>>& shapes) {
+                              const std::map<std::string, std::vector<int64_t>>& shapes,
+                              const std::map<std::string, int64_t>& batch_axes) {
   impl_->validated = false;
   // Model-facing name -> data key; checks run on this view so a failed Validate leaves the set as
   // it was.
@@ -233,20 +260,73 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     }
   }
 
+  for (const auto& [name, axis] : batch_axes) {
+    if (!bound.count(name)) {
+      throw Error(fmt::format(
+          "--calibration_batch_axis names '{}', which is not a model input; model inputs: {}", name,
+          ModelInputList(inputs)));
+    }
+  }
+
+  std::map<std::string, int64_t> axes;  // model input -> sample axis, -1 = fixed
+  std::map<std::string, DataType> casts;
   for (const InputSpec& spec : inputs) {
     const Impl::Input& data = impl_->inputs.at(bound.at(spec.name));
+    DataType cast_to = DataType::kUndefined;
     if (spec.dtype != DataType::kUndefined && spec.dtype != data.dtype) {
-      throw Error(fmt::format("input '{}': model expects {}, data is {} ({})", spec.name,
-                              DataTypeName(spec.dtype), DataTypeName(data.dtype), data.origin));
+      const bool float_cast = spec.dtype == DataType::kFloat &&
+                              (data.dtype == DataType::kDouble || data.dtype == DataType::kFloat16);
+      // int32 -> int64 is lossless; numpy on Windows and many exporters' helpers give int32.
+      const bool int_cast = spec.dtype == DataType::kInt64 && data.dtype == DataType::kInt32;
+      if (!float_cast && !int_cast) {
+        throw Error(fmt::format("input '{}': model expects {}, data is {} ({})", spec.name,
+                                DataTypeName(spec.dtype), DataTypeName(data.dtype), data.origin));
+      }
+      cast_to = spec.dtype;
     }
-    if (spec.shape.size() != data.shape.size()) {
+    casts[spec.name] = cast_to;
+    const size_t rank = spec.shape.size();
+    if (rank != data.shape.size()) {
       throw Error(fmt::format("input '{}': model expects rank {} ({}), data has rank {} ({}) in {}",
-                              spec.name, spec.shape.size(), ShapeToString(spec.shape),
-                              data.shape.size(), ShapeToString(data.shape), data.origin));
+                              spec.name, rank, ShapeToString(spec.shape), data.shape.size(),
+                              ShapeToString(data.shape), data.origin));
     }
-    // Axis 0 is the sample axis: the model's batch size (static or not) says nothing about how
-    // many samples there are.
-    for (size_t i = 1; i < spec.shape.size(); ++i) {
+    std::vector<size_t> dynamic;
+    for (size_t i = 0; i < rank; ++i)
+      if (spec.shape[i] < 0) dynamic.push_back(i);
+    int64_t axis = 0;
+    const auto explicit_axis = batch_axes.find(spec.name);
+    if (explicit_axis != batch_axes.end()) {
+      axis = explicit_axis->second;
+      if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+        throw Error(fmt::format("--calibration_batch_axis: input '{}' has rank {} ({}); axis {} is "
+                                "out of range",
+                                spec.name, rank, ShapeToString(spec.shape), axis));
+      }
+    } else if (rank == 0) {
+      axis = -1;  // a scalar (e.g. a sample rate): the same value with every batch
+    } else if (dynamic.empty() && data.shape == spec.shape) {
+      axis = -1;  // the data is exactly the model's fixed shape: fed whole
+    } else if (dynamic.size() == 1 && dynamic[0] != 0 && spec.shape[0] != 1) {
+      // One dynamic dim that is not axis 0 (recurrent state [layers, B, hidden]); a static axis 0
+      // of 1 is left alone: [1, seq] is a fixed batch of 1 with a dynamic length.
+      bool layout_matches = true;
+      for (size_t i = 0; i < rank; ++i)
+        if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) layout_matches = false;
+      if (layout_matches) {
+        axis = static_cast<int64_t>(dynamic[0]);
+        log::Info("calibration input '{}' {}: samples are taken along axis {}, its only dynamic "
+                  "dim (override with --calibration_batch_axis {}:N)",
+                  spec.name, ShapeToString(spec.shape), axis, spec.name);
+      }
+    }
+    if (axis > 0 && data.segments.size() > 1) {
+      throw Error(fmt::format("input '{}': samples along axis {} cannot be concatenated from {} "
+                              "files (files are joined along axis 0); put this input in one file",
+                              spec.name, axis, data.segments.size()));
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      if (static_cast<int64_t>(i) == axis) continue;
       if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) {
         throw Error(fmt::format("input '{}' dim {}: model expects {}, data has {} ({})", spec.name,
                                 i, spec.shape[i], data.shape[i], data.origin));
@@ -260,27 +340,41 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
             "--calibration_shapes: input '{}' has rank {} ({}), data has rank {} ({})", spec.name,
             shape.size(), ShapeToString(shape), data.shape.size(), ShapeToString(data.shape)));
       }
-      for (size_t i = 1; i < shape.size(); ++i) {
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (static_cast<int64_t>(i) == axis) continue;
         if (shape[i] != data.shape[i]) {
           throw Error(fmt::format("--calibration_shapes: input '{}' dim {} is {}, data has {}",
                                   spec.name, i, shape[i], data.shape[i]));
         }
       }
     }
+    axes[spec.name] = axis;
   }
 
   int64_t samples = -1;
   bool equal = true;
   std::string counts;
   for (const auto& [name, key] : bound) {
-    const int64_t rows = impl_->inputs.at(key).shape[0];
+    const int64_t axis = axes.at(name);
+    if (axis < 0) continue;
+    const int64_t rows = impl_->inputs.at(key).shape[axis];
     if (samples >= 0 && rows != samples) equal = false;
     samples = rows;
     counts += fmt::format("{}{} has {}", counts.empty() ? "" : ", ", name, rows);
   }
   if (!equal)
     throw Error(fmt::format("calibration inputs have different sample counts: {}", counts));
-  if (samples <= 0) throw Error(fmt::format("calibration data {} has no samples", impl_->origin));
+  if (samples < 0) samples = 1;  // every input fixed: one batch of them
+  if (samples == 0) throw Error(fmt::format("calibration data {} has no samples", impl_->origin));
+  for (const auto& [name, key] : bound) {
+    Impl::Input& data = impl_->inputs.at(key);
+    data.axis = axes.at(name);
+    data.cast_to = casts.at(name);
+    if (data.cast_to != DataType::kUndefined) {
+      log::Warn("calibration input '{}': model expects {}, data is {} ({}); casting it",
+                name, DataTypeName(data.cast_to), DataTypeName(data.dtype), data.origin);
+    }
+  }
 
   if (impl_->inputs.count("")) {
     auto node = impl_->inputs.extract("");
@@ -312,13 +406,44 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
   const int64_t end = std::min(impl_->num_samples, begin + batch_size);
   Batch batch;
   for (const auto& [name, input] : impl_->inputs) {
-    std::vector<int64_t> shape = input.shape;
-    shape[0] = end - begin;
-    HostTensor tensor(input.dtype, std::move(shape));
-    input.ReadRows(begin, end, tensor.bytes.data());
+    HostTensor tensor;
+    if (input.axis <= 0) {
+      std::vector<int64_t> shape = input.shape;
+      if (input.axis == 0) shape[0] = end - begin;
+      tensor = HostTensor(input.dtype, std::move(shape));
+      if (input.shape.empty())
+        input.segments.at(0).source->ReadRows(0, 1, tensor.bytes.data());
+      else if (input.axis == 0)
+        input.ReadRows(begin, end, tensor.bytes.data());
+      else
+        input.ReadRows(0, input.shape[0], tensor.bytes.data());
+    } else {
+      // Samples along axis k: read the whole array, keep [begin, end) of axis k.
+      HostTensor whole(input.dtype, input.shape);
+      input.ReadRows(0, input.shape[0], whole.bytes.data());
+      std::vector<int64_t> shape = input.shape;
+      shape[input.axis] = end - begin;
+      tensor = HostTensor(input.dtype, shape);
+      int64_t outer = 1, inner = ElementSize(input.dtype);
+      for (int64_t i = 0; i < input.axis; ++i) outer *= input.shape[i];
+      for (size_t i = input.axis + 1; i < input.shape.size(); ++i) inner *= input.shape[i];
+      const int64_t len = input.shape[input.axis];
+      for (int64_t o = 0; o < outer; ++o) {
+        std::memcpy(tensor.bytes.data() + o * (end - begin) * inner,
+                    whole.bytes.data() + (o * len + begin) * inner, (end - begin) * inner);
+      }
+    }
+    if (input.cast_to != DataType::kUndefined) tensor = CastTensor(tensor, input.cast_to);
     batch.emplace(name, std::move(tensor));
   }
   return batch;
+}
+
+int64_t CalibrationSet::sample_axis(const std::string& name) const {
+  const auto it = impl_->inputs.find(name);
+  if (!impl_->validated || it == impl_->inputs.end())
+    throw Error(fmt::format("internal: sample_axis('{}') before Validate() or of no input", name));
+  return it->second.axis;
 }
 
 std::vector<std::string> CalibrationSet::names() const {

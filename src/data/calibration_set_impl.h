@@ -29,6 +29,11 @@ struct CalibrationSet::Impl {
     std::vector<int64_t> shape;  // shape[0] = rows of all segments together
     std::vector<Segment> segments;
     std::string origin;  // where the first segment came from, for messages
+    // Set by Validate: the axis its samples lie along (-1: a fixed input, fed whole with every
+    // batch, e.g. a scalar) and the type the model wants when the data is cast (float64/float16
+    // -> float32, int32 -> int64); kUndefined: no cast.
+    int64_t axis = 0;
+    DataType cast_to = DataType::kUndefined;
 
     // Appends `source` after the current rows. REQUIRES: it matches dtype and the dims after
     // axis 0 of the segments already there (the caller reports mismatches, it knows the file

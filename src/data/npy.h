@@ -15,8 +15,8 @@
 namespace ptqkit::data {
 
 // Opens `path` lazily. Throws ptqkit::Error naming the file when it is missing, its header is
-// corrupt or unsupported, its data is shorter than the header says, or the array is a scalar
-// (calibration data needs a sample axis).
+// corrupt or unsupported, or its data is shorter than the header says. A scalar is read as one value
+// (a fixed input).
 std::shared_ptr<const ArraySource> OpenNpy(const std::string& path);
 
 // The whole array in `path` (scalars allowed). Same errors as OpenNpy.

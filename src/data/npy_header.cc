@@ -54,6 +54,13 @@ DataType DtypeFromDescr(const std::string& descr, const std::string& source) {
     order = code[0];
     code.remove_prefix(1);
   }
+  if (code == "O") {
+    throw Error(fmt::format("{}: unsupported dtype '{}': the array holds pickled Python objects, "
+                            "and ptqkit never unpickles. np.savez(path, calib_dict) stores a dict this way as "
+                            "'arr_0': save one array per input with np.savez(path, **calib_dict)",
+                            source, descr),
+                Error::Kind::kUnsupported);
+  }
   for (const DescrEntry& e : kDescrs) {
     if (e.code != code) continue;
     if (order == '>' && ElementSize(e.dtype) > 1) {

@@ -106,10 +106,6 @@ std::shared_ptr<const ArraySource> OpenStoredMember(unzFile zip, const Member& m
     throw Error(
         fmt::format("{}: truncated: the archive ends before the member's data", member.origin));
   }
-  if (header.shape.empty()) {
-    throw Error(fmt::format("{}: array is a scalar; calibration data needs samples along axis 0",
-                            member.origin));
-  }
   return std::make_shared<FileArraySource>(header.dtype, std::move(header.shape), member.origin,
                                            path, member_offset + header.header_bytes);
 }
@@ -178,10 +174,6 @@ std::map<std::string, std::shared_ptr<const ArraySource>> OpenNpz(const std::str
       source = OpenStoredMember(zip, member, path);
     } else {
       HostTensor tensor = DecodeNpy(ReadWholeMember(zip, member), member.origin);
-      if (tensor.shape.empty()) {
-        throw Error(fmt::format(
-            "{}: array is a scalar; calibration data needs samples along axis 0", member.origin));
-      }
       source = std::make_shared<MemoryArraySource>(std::move(tensor), member.origin);
     }
     if (!out.emplace(member.key, std::move(source)).second) {

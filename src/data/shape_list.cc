@@ -66,3 +66,41 @@ std::map<std::string, std::vector<int64_t>> ParseShapeList(const std::string& te
 }
 
 }  // namespace ptqkit
+
+namespace ptqkit {
+
+std::map<std::string, int64_t> ParseBatchAxisList(const std::string& text) {
+  std::map<std::string, int64_t> out;
+  std::string entry;
+  auto flush = [&] {
+    if (entry.empty()) return;
+    const size_t colon = entry.rfind(':');
+    int64_t axis = -1;
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < entry.size();
+    if (ok) {
+      try {
+        size_t used = 0;
+        axis = std::stoll(entry.substr(colon + 1), &used);
+        ok = used == entry.size() - colon - 1 && axis >= 0;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      throw Error(fmt::format(
+          "--calibration_batch_axis: bad entry '{}' (expected name:axis, e.g. state:1)", entry));
+    }
+    const std::string name = entry.substr(0, colon);
+    if (!out.emplace(name, axis).second)
+      throw Error(fmt::format("--calibration_batch_axis: input '{}' is given twice", name));
+    entry.clear();
+  };
+  for (char c : text) {
+    if (c == ',' || c == ' ') flush();
+    else entry += c;
+  }
+  flush();
+  return out;
+}
+
+}  // namespace ptqkit

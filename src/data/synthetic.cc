@@ -230,7 +230,10 @@ CalibrationSet CalibrationSet::Synthetic(
   for (const InputSpec& spec : inputs) {
     if (spec.shape.empty()) {
       throw Error(
-          fmt::format("input '{}' is a scalar; calibration needs a sample axis 0", spec.name));
+          fmt::format("input '{}' is a scalar, and synthetic data cannot guess its value (a "
+                      "sample rate, a flag): pass calibration data that holds it, e.g. "
+                      "np.savez(path, ..., {}=np.array(value))",
+                      spec.name, spec.name));
     }
     const auto given = shapes.find(spec.name);
     if (given != shapes.end() && given->second.size() != spec.shape.size()) {

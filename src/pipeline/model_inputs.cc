@@ -24,20 +24,27 @@ std::vector<InputSpec> ModelInputSpecs(const onnx::GraphProto& graph) {
   return specs;
 }
 
+int64_t SampleAxis(const std::map<std::string, int64_t>& axes, const std::string& name) {
+  const auto it = axes.find(name);
+  return it == axes.end() ? 0 : it->second;
+}
+
 int64_t ChooseBatchSize(const std::vector<InputSpec>& inputs, const std::map<std::string, std::vector<int64_t>>& shapes,
-                        int64_t requested) {
+                        int64_t requested, const std::map<std::string, int64_t>& axes) {
   int64_t from_shapes = 0;
   for (const auto& [name, shape] : shapes) {
-    if (shape.empty()) continue;
-    if (from_shapes && shape[0] != from_shapes) {
+    const int64_t axis = SampleAxis(axes, name);
+    if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) continue;  // fixed input or scalar
+    if (from_shapes && shape[axis] != from_shapes) {
       throw Error(fmt::format("--calibration_shapes: inputs disagree on the batch size ({} vs {} for '{}')", from_shapes,
-                              shape[0], name));
+                              shape[axis], name));
     }
-    from_shapes = shape[0];
+    from_shapes = shape[axis];
   }
   int64_t static_batch = 0;
   for (const auto& in : inputs) {
-    if (!in.shape.empty() && in.shape[0] > 0) static_batch = in.shape[0];
+    const int64_t axis = SampleAxis(axes, in.name);
+    if (axis >= 0 && axis < static_cast<int64_t>(in.shape.size()) && in.shape[axis] > 0) static_batch = in.shape[axis];
   }
   int64_t batch = from_shapes ? from_shapes : (static_batch ? static_batch : (requested > 0 ? requested : 1));
   if (static_batch && batch != static_batch) {

@@ -24,7 +24,7 @@ PreparedModel LoadPreparedModel(const std::string& path) {
 
 DataRequest CalibrationRequest(const QuantizeOptions& o) {
   return {o.calibration_data_path, o.calibration_tensors ? &*o.calibration_tensors : nullptr,
-          o.num_synthetic_samples, o.synthetic_seed, o.calibration_shapes, o.calibration_batch_size};
+          o.num_synthetic_samples, o.synthetic_seed, o.calibration_shapes, o.calibration_batch_size, o.calibration_batch_axis};
 }
 
 RuntimeOptions Runtime(const QuantizeOptions& o) {
@@ -36,18 +36,22 @@ CalibrationData OpenCalibrationData(const PreparedModel& model, const DataReques
     if (request.tensors) return CalibrationSet::FromTensors(*request.tensors);
     if (!request.path.empty()) return CalibrationSet::FromPath(request.path);
     return CalibrationSet::Synthetic(model.inputs, request.synthetic_samples, request.synthetic_seed, request.shapes);
-  }()};
+  }(), false, 1, 0, {}};
   data.synthetic = !request.tensors && request.path.empty();
   if (data.synthetic) {
     log::Warn("no calibration data given: using {} seeded synthetic samples (float inputs ~ N(0,1)); results are "
               "directional only — pass --calibration_data_path for meaningful scales",
               request.synthetic_samples);
   }
-  data.set.Validate(model.inputs, request.shapes);
-  data.batch_size = ChooseBatchSize(model.inputs, request.shapes, request.batch_size);
+  data.set.Validate(model.inputs, request.shapes, request.batch_axes);
+  for (const auto& in : model.inputs) data.sample_axes[in.name] = data.set.sample_axis(in.name);
+  data.batch_size = ChooseBatchSize(model.inputs, request.shapes, request.batch_size, data.sample_axes);
   data.num_batches = data.set.NumBatches(data.batch_size);
   bool fixed_batch = false;
-  for (const auto& in : model.inputs) fixed_batch |= !in.shape.empty() && in.shape[0] > 0;
+  for (const auto& in : model.inputs) {
+    const int64_t axis = data.sample_axes.at(in.name);
+    fixed_batch |= axis >= 0 && axis < static_cast<int64_t>(in.shape.size()) && in.shape[axis] > 0;
+  }
   const int64_t remainder = data.set.num_samples() % data.batch_size;
   if (fixed_batch && remainder != 0) {
     data.num_batches = data.set.num_samples() / data.batch_size;

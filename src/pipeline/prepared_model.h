@@ -33,6 +33,7 @@ struct DataRequest {
   uint64_t synthetic_seed = 0;
   std::map<std::string, std::vector<int64_t>> shapes;  // --calibration_shapes
   int64_t batch_size = 0;                               // --calibration_batch_size
+  std::map<std::string, int64_t> batch_axes;           // --calibration_batch_axis
 };
 
 struct CalibrationData {
@@ -40,6 +41,7 @@ struct CalibrationData {
   bool synthetic = false;
   int64_t batch_size = 1;
   int64_t num_batches = 0;  // batches to use (a fixed model batch may leave a remainder out)
+  std::map<std::string, int64_t> sample_axes;  // model input -> axis its samples lie along; -1 = fixed
 };
 
 // The data and runtime parts of the quantize options (shared by the INT8/FP8 and INT4 pipelines).

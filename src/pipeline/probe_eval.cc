@@ -9,6 +9,19 @@
 #include "onnx/model_io.h"
 
 namespace ptqkit {
+namespace {
+
+// An output declared [d0 static != 1, ..., one dynamic dim at k > 0, ...]: its batch is axis k.
+bool BatchNotOnAxis0(const onnx::ValueInfoProto& v) {
+  const auto& dims = v.type().tensor_type().shape().dim();
+  if (dims.empty() || !dims[0].has_dim_value() || dims[0].dim_value() == 1) return false;
+  int dynamic = 0;
+  for (const auto& d : dims) dynamic += d.has_dim_value() ? 0 : 1;
+  return dynamic == 1;
+}
+
+}  // namespace
+
 bool HasDynamicBatch(const PreparedModel& model) {
   bool dynamic = true;
   for (const auto& in : model.inputs) dynamic &= !in.shape.empty() && in.shape[0] < 0;
@@ -27,7 +40,10 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
                        const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
                        size_t cache_limit_bytes) {
   Reference ref;
-  for (const auto& o : model.graph().output()) ref.output_names.push_back(o.name());
+  for (const auto& o : model.graph().output()) {
+    ref.output_names.push_back(o.name());
+    if (BatchNotOnAxis0(o)) ref.unsplit_outputs.insert(o.name());
+  }
   std::set<std::string> graph_inputs;
   for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
   std::vector<std::string> wanted = ref.output_names;
@@ -110,7 +126,8 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
       const HostTensor& p = probe[b].at(name);
       if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) break;  // only float outputs are compared
       const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
-      const int64_t samples = (!r.shape.empty() && r.shape[0] == rows) ? rows : 1;
+      const int64_t samples =
+          (!r.shape.empty() && r.shape[0] == rows && !ref.unsplit_outputs.count(name)) ? rows : 1;
       const int64_t per = r.NumElements() / samples;
       for (int64_t s = 0; s < samples; ++s, ++count) {
         sum += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per, static_cast<size_t>(per));

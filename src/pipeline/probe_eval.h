@@ -43,6 +43,10 @@ struct Reference {
   std::vector<std::map<std::string, HostTensor>> batches;  // per batch: tensor -> value
   std::map<std::string, BoundaryType> types;
   bool has_boundaries = false;
+  // Outputs whose samples do not lie along axis 0 (declared [static != 1, ..., one dynamic dim,
+  // ...], e.g. a recurrent state [layers, B, hidden]): scored as one sample per batch, never split
+  // along axis 0.
+  std::set<std::string> unsplit_outputs;
 };
 
 // Above `cache_limit_bytes` of cached values (0: always) only graph inputs and outputs are kept and

@@ -127,7 +127,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   if (fp8) onnxio::UpgradeOpset(&prepared.proto, 19);  // FP8 Q/DQ need opset 19
   const onnx::ModelProto& model = prepared.proto;
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,
-                      o.calibration_shapes, o.calibration_batch_size};
+                      o.calibration_shapes, o.calibration_batch_size, o.calibration_batch_axis};
   // Statistics do not depend on the batch size (exact merging), so a dynamic-batch model is
   // calibrated in evaluation-sized batches unless the user chose a batch size.
   if (HasDynamicBatch(prepared) && request.batch_size == 0 && request.shapes.empty()) request.batch_size = kEvalBatchForDynamicModels;

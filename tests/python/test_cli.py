@@ -9,7 +9,8 @@ import qdq
 
 QUANTIZE_FLAGS = [
     "--onnx_path", "--calibration_data_path", "--quantize_mode", "--output_path", "--calibration_method",
-    "--percentile", "--calibration_shapes", "--calibration_batch_size", "--calibration_eps",
+    "--percentile", "--calibration_shapes", "--calibration_batch_size", "--calibration_batch_axis",
+    "--calibration_eps",
     "--op_types_to_quantize", "--op_types_to_exclude", "--nodes_to_quantize", "--nodes_to_exclude",
     "--dq_only", "--high_precision_dtype", "--use_external_data_format", "--save_calibration_cache",
     "--calibration_cache", "--intra_op_num_threads", "--log_level", "--log_file",

@@ -102,13 +102,13 @@ def _cli_error(cli, *args) -> str:
     return line[len("ptqkit: error: "):]
 
 
-@pytest.mark.parametrize("case", ["wrong_shape", "float64", "missing_file", "bad_method", "bad_log_level",
+@pytest.mark.parametrize("case", ["wrong_shape", "int64_for_float", "missing_file", "bad_method", "bad_log_level",
                                   "extra_input"])
 def test_bad_input_raises_ptqkit_error_with_the_cli_message(case, tmp_path, small_cnn, cli):
     x = models.small_cnn_data(8, 0)
     data = {
         "wrong_shape": x[:, :, :4, :],
-        "float64": x.astype(np.float64),
+        "int64_for_float": x.astype(np.int64),  # float64 is cast (with a warning), int64 is not
         "missing_file": tmp_path / "nope.npy",
         "bad_method": x,
         "bad_log_level": x,

@@ -35,6 +35,7 @@ def score(
     num_calib_samples: int = 100,
     calibration_shapes=None,
     calibration_batch_size=None,
+    calibration_batch_axis=None,
     calibration_eps=("cpu",),
     trt_plugins=None,
     intra_op_num_threads=None,
@@ -61,7 +62,8 @@ def score(
     "num_calibration_samples", "metric", "granularity", "target_precision", "timings",
     "onnx_path", "ptqkit_version"}. Raises ptqkit.Error.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path)
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
+                                _options.batch_axes(calibration_batch_axis))
     o = _ptqkit.SensitivityOptions()
     o.onnx_path = _options.path(onnx_path)
     o.calibration_data_path = data.path
@@ -73,6 +75,7 @@ def score(
     o.num_calib_samples = int(num_calib_samples)
     o.calibration_shapes = _options.shapes(calibration_shapes)
     o.calibration_batch_size = _options.count(calibration_batch_size)
+    o.calibration_batch_axis = _options.batch_axes(calibration_batch_axis)
     o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
     o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
     o.intra_op_num_threads = _options.count(intra_op_num_threads)

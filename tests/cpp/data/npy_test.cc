@@ -206,12 +206,23 @@ TEST(NpyErrorTest, CorruptHeaders) {
   }
 }
 
-TEST(NpyErrorTest, ScalarIsNotCalibrationData) {
+TEST(NpyTest, ScalarIsOneValue) {
   const std::string path = (TestDir() / "s.npy").string();
-  WriteNpy(path, MakeTensor<float>(DataType::kFloat, {}, {1.f}));
+  WriteNpy(path, MakeTensor<float>(DataType::kFloat, {}, {2.5f}));
+  const auto source = OpenNpy(path);
+  EXPECT_TRUE(source->scalar());
+  EXPECT_EQ(Values<float>(source->ReadRows(0, 1)), std::vector<float>{2.5f});
+}
+
+TEST(NpyErrorTest, PickledObjectArrayIsRefusedWithTheFix) {
+  // What np.savez("calib.npz", calib_dict) stores as arr_0: a 0-d object array (pickle follows).
+  const std::string path = (TestDir() / "o.npy").string();
+  WriteFileBytes(path, NpyWithDict("{'descr': '|O', 'fortran_order': False, 'shape': (), }",
+                                   "\x80\x04pickle"));
   const std::string message = ErrorOf([&] { OpenNpy(path); });
   EXPECT_THAT(message, HasSubstr(path));
-  EXPECT_THAT(message, HasSubstr("scalar"));
+  EXPECT_THAT(message, HasSubstr("pickled"));
+  EXPECT_THAT(message, HasSubstr("np.savez(path, **calib_dict)"));
 }
 
 TEST(NpyErrorTest, UnwritableTypeAndPath) {
