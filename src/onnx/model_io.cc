@@ -132,7 +132,7 @@ void SaveModel(const onnx::ModelProto& model, const std::string& path, const Sav
         ref.set_name(t.name());
         ref.set_data_type(t.data_type());
         *ref.mutable_dims() = t.dims();
-        ref.set_doc_string(t.doc_string());
+        if (t.has_doc_string()) ref.set_doc_string(t.doc_string());
         ref.set_data_location(onnx::TensorProto::EXTERNAL);
         auto add = [&](const char* key, const std::string& value) {
           auto* entry = ref.add_external_data();

@@ -26,6 +26,9 @@ onnx::ModelProto InferShapes(onnx::ModelProto* model);
 
 // The library's checker on a model ptqkit is about to write. `what` names it in the error.
 // Throws ptqkit::Error: a model that fails the checker is a ptqkit bug, never written.
-void CheckOutputModel(const onnx::ModelProto& model, const std::string& what);
+// The checker insists that main-graph inputs and outputs declare a shape, which the ONNX spec
+// leaves optional and exporters sometimes omit; ptqkit copies those declarations from the user's
+// model, so they are given an empty shape for the check only. `model` is unchanged on return.
+void CheckOutputModel(onnx::ModelProto* model, const std::string& what);
 
 }  // namespace ptqkit::onnxio

@@ -29,21 +29,22 @@ onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t m
                                          const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder) {
   // Field by field: a plain copy of the ModelProto would hold every weight twice.
   onnx::ModelProto light;
-  light.set_ir_version(model.ir_version());
+  // Only the fields the model has: a saved copy must read back exactly as the original.
+  if (model.has_ir_version()) light.set_ir_version(model.ir_version());
   *light.mutable_opset_import() = model.opset_import();
-  light.set_producer_name(model.producer_name());
-  light.set_producer_version(model.producer_version());
-  light.set_domain(model.domain());
-  light.set_model_version(model.model_version());
-  light.set_doc_string(model.doc_string());
+  if (model.has_producer_name()) light.set_producer_name(model.producer_name());
+  if (model.has_producer_version()) light.set_producer_version(model.producer_version());
+  if (model.has_domain()) light.set_domain(model.domain());
+  if (model.has_model_version()) light.set_model_version(model.model_version());
+  if (model.has_doc_string()) light.set_doc_string(model.doc_string());
   *light.mutable_metadata_props() = model.metadata_props();
   *light.mutable_training_info() = model.training_info();
   *light.mutable_functions() = model.functions();
   *light.mutable_configuration() = model.configuration();
   const onnx::GraphProto& g = model.graph();
   onnx::GraphProto* lg = light.mutable_graph();
-  lg->set_name(g.name());
-  lg->set_doc_string(g.doc_string());
+  if (g.has_name()) lg->set_name(g.name());
+  if (g.has_doc_string()) lg->set_doc_string(g.doc_string());
   *lg->mutable_node() = g.node();
   *lg->mutable_input() = g.input();
   *lg->mutable_output() = g.output();

@@ -17,7 +17,7 @@ void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeR
     report->output_opset = onnxio::DefaultOpset(*model);
   }
   // The library's checker sees every model ptqkit writes: one that fails it is never written.
-  onnxio::CheckOutputModel(*model, report->output_path);
+  onnxio::CheckOutputModel(model, report->output_path);
   onnxio::SaveOptions save;
   save.external_data = o.use_external_data_format;
   onnxio::SaveModel(*model, report->output_path, save);

@@ -113,13 +113,14 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     for (const auto& t : captured.not_float) plan.DropTensor(t, "input is not a float tensor");
     table = std::move(captured.table);
     for (const auto& [name, stats] : table.tensors) {
-      // A tensor with no finite value seen has no range: typically a control-flow branch that
-      // no calibration sample takes (an If on a sample rate the data does not use).
-      if (stats.finite_count() == 0) {
-        log::Warn("tensor '{}' took no finite value during calibration (a branch the data never runs?); the nodes "
-                  "reading it stay in float",
+      // A tensor that never took a value has no range: a control-flow branch that no calibration
+      // sample takes (an If on a sample rate the data does not use). Its nodes stay in float.
+      // (A tensor that took only NaN/Inf is an error further on, naming it.)
+      if (stats.finite_count() == 0 && stats.nonfinite_count() == 0) {
+        log::Warn("tensor '{}' was never computed during calibration (a control-flow branch the data never takes?); "
+                  "the nodes reading it stay in float",
                   name);
-        plan.DropTensor(name, "its input took no finite value during calibration");
+        plan.DropTensor(name, "its input was never computed during calibration");
       }
     }
     report.execution_providers = captured.providers;
@@ -143,7 +144,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
   const RewriteStats stats = plan.Rewrite(amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
-  if (stats.qdq_pairs == 0) {
+  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty();
+  if (stats.qdq_pairs == 0 && user_excluded) {
+    log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
+  } else if (stats.qdq_pairs == 0) {
     // Writing the FP32 model under a quantized name would hide that nothing was done.
     std::string why;
     for (size_t k = 0; k < std::min<size_t>(3, report.left_in_float.size()); ++k) {
