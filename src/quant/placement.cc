@@ -307,13 +307,21 @@ void Placement::DropTensor(const std::string& tensor, const GraphIndex& graph, c
   tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
                                [&](const QuantizedTensor& t) { return t.tensor == tensor && !t.is_weight; }),
                 tensors.end());
-  // A node with no quantized input left is back in float.
+  // A node with no quantized activation input left is back in float, weights included: a float
+  // activation times a fake-quantized weight runs in float anyway and only loses accuracy.
   for (int node : affected) {
     bool still = false;
     for (const auto& t : tensors) {
-      for (const auto& u : t.uses) still |= u.node == node;
+      for (const auto& u : t.uses) still |= u.node == node && !t.is_weight;
     }
     if (!still) {
+      for (auto& t : tensors) {
+        if (!t.is_weight) continue;
+        t.uses.erase(std::remove_if(t.uses.begin(), t.uses.end(), [&](const TensorUse& u) { return u.node == node; }),
+                     t.uses.end());
+      }
+      tensors.erase(std::remove_if(tensors.begin(), tensors.end(), [](const QuantizedTensor& t) { return t.uses.empty(); }),
+                    tensors.end());
       quantized_nodes.erase(std::remove(quantized_nodes.begin(), quantized_nodes.end(), node), quantized_nodes.end());
       float_reasons[node] = reason;
     }
