@@ -50,7 +50,8 @@ int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
   // Only the graph and the opset imports are the converter's: everything else stays the user's.
   model->mutable_graph()->Swap(converted.mutable_graph());
   model->mutable_opset_import()->Swap(converted.mutable_opset_import());
-  model->set_ir_version(std::max({model->ir_version(), converted.ir_version(), MinIrVersion(target)}));
+  // Not the converter's IR: it stamps its own newest one, which ONNX Runtime may not read yet.
+  model->set_ir_version(std::max(model->ir_version(), MinIrVersion(target)));
   stash.RestoreInto(model);
   return from;
 }

@@ -2,6 +2,9 @@
 
 #include "onnx/weight_stash.h"
 
+#include <algorithm>
+#include <set>
+
 namespace ptqkit::onnxio {
 namespace {
 
@@ -70,6 +73,31 @@ SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<s
                               t.raw_data().size()});
     return Placeholder(t);
   });
+  // Past kWeightsAsInputsAbove the large weights become graph inputs, fed from the views at every
+  // run: ONNX Runtime reads inputs in place, whereas it copies initializers handed over by address
+  // (external or shared), twice the weights at peak. Below, they stay initializers: ONNX Runtime
+  // then pre-packs them (faster) and its GEMMs give the same bits for every batch size (the
+  // calibration is batch-size independent); with weights as inputs that holds only to rounding.
+  size_t viewed_bytes = 0;
+  for (const auto& w : result.weights) viewed_bytes += w.size;
+  result.weights_as_inputs = viewed_bytes > kWeightsAsInputsAbove;
+  std::set<std::string> viewed, declared;
+  if (result.weights_as_inputs) {
+    for (const auto& w : result.weights) viewed.insert(w.name);
+  }
+  for (const auto& v : light.graph().input()) declared.insert(v.name());  // IR < 4 lists initializers as inputs
+  auto* inits = light.mutable_graph()->mutable_initializer();
+  inits->erase(std::remove_if(inits->begin(), inits->end(),
+                              [&](const onnx::TensorProto& t) { return viewed.count(t.name()) > 0; }),
+               inits->end());
+  for (const auto& w : result.weights) {
+    if (!result.weights_as_inputs || declared.count(w.name)) continue;
+    auto* in = light.mutable_graph()->add_input();
+    in->set_name(w.name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(w.data_type);
+    for (int64_t d : w.dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
   if (!outputs.empty()) {
     light.mutable_graph()->clear_output();
     for (const auto& name : outputs) light.mutable_graph()->add_output()->set_name(name);

@@ -29,9 +29,14 @@ struct WeightView {
 onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
                                          const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder);
 
+// Above this many bytes of large weights, a session model declares them as graph inputs (fed from
+// the views) instead of initializers (which ONNX Runtime copies): see MakeSessionModel.
+constexpr size_t kWeightsAsInputsAbove = size_t{256} << 20;
+
 struct SessionModel {
   std::string graph_bytes;
   std::vector<WeightView> weights;
+  bool weights_as_inputs = false;  // else: initializers of the graph, handed over by address
 };
 
 // `outputs` replaces the graph outputs (declared by name only; ONNX Runtime infers their types);

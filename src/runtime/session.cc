@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <mutex>
 #include <regex>
 
@@ -89,8 +90,9 @@ void CheckExecutionProviderName(const std::string& name) {
 }
 
 struct InferenceSession::Impl {
-  // Views of the caller's large weights, fed as external initializers; ONNX Runtime requires them
-  // to outlive the session, so they are declared before it (destroyed after it).
+  // Views of the caller's large weights, fed as inputs at every run (the model outlives the session).
+  std::vector<onnxio::WeightView> weights;
+  // Or the same views as external initializers, which must outlive the session: declared before it.
   std::vector<Ort::Value> external_weights;
   std::unique_ptr<Ort::Session> session;
   std::vector<std::string> inputs;
@@ -123,11 +125,14 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     if (std::find(impl_->providers.begin(), impl_->providers.end(), "cpu") == impl_->providers.end()) {
       impl_->providers.push_back("cpu");  // ONNX Runtime always falls back to CPU
     }
-    if (!model.weights.empty()) {
+    // The large weights (onnx/session_model.h) are either inputs, fed from the caller's memory at
+    // every run, or external initializers; ONNX Runtime only reads them (the const_cast is its C API).
+    if (model.weights_as_inputs) {
+      impl_->weights = model.weights;
+    } else if (!model.weights.empty()) {
       std::vector<std::string> names;
       for (const auto& w : model.weights) {
         names.push_back(w.name);
-        // ONNX Runtime only reads these buffers; the const_cast is its C API's signature.
         impl_->external_weights.push_back(Ort::Value::CreateTensor(
             impl_->cpu, const_cast<char*>(w.data), w.size, w.dims.data(), w.dims.size(),
             static_cast<ONNXTensorElementDataType>(w.data_type)));
@@ -136,8 +141,11 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     }
     impl_->session = std::make_unique<Ort::Session>(env, model_bytes.data(), model_bytes.size(), so);
     Ort::AllocatorWithDefaultOptions alloc;
+    std::set<std::string> weights;
+    for (const auto& w : impl_->weights) weights.insert(w.name);
     for (size_t i = 0; i < impl_->session->GetInputCount(); ++i) {
-      impl_->inputs.emplace_back(impl_->session->GetInputNameAllocated(i, alloc).get());
+      std::string name = impl_->session->GetInputNameAllocated(i, alloc).get();
+      if (!weights.count(name)) impl_->inputs.push_back(std::move(name));
     }
     for (size_t i = 0; i < impl_->session->GetOutputCount(); ++i) {
       std::string name = impl_->session->GetOutputNameAllocated(i, alloc).get();
@@ -178,6 +186,11 @@ void InferenceSession::RunBatch(const Batch& feeds, const std::vector<std::strin
     in_values.push_back(Ort::Value::CreateTensor(impl_->cpu, const_cast<std::byte*>(t.bytes.data()), t.bytes.size(),
                                                  t.shape.data(), t.shape.size(),
                                                  static_cast<ONNXTensorElementDataType>(t.dtype)));
+  }
+  for (const auto& w : impl_->weights) {
+    in_names.push_back(w.name.c_str());
+    in_values.push_back(Ort::Value::CreateTensor(impl_->cpu, const_cast<char*>(w.data), w.size, w.dims.data(),
+                                                 w.dims.size(), static_cast<ONNXTensorElementDataType>(w.data_type)));
   }
   std::vector<const char*> out_names;
   for (const auto& o : outputs) out_names.push_back(o.c_str());
