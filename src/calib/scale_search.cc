@@ -152,7 +152,11 @@ float ComputeAmax(const TensorStatistics& stats, Method method, double percentil
       // The threshold is a bin edge; the last candidate's edge (and, with too few bins to
       // search, the returned n) lies above the absmax, so clamp.
       const double threshold = static_cast<double>(i) * stats.bin_width();
-      return static_cast<float>(std::min(threshold, static_cast<double>(stats.absmax())));
+      const float kl = static_cast<float>(std::min(threshold, static_cast<double>(stats.absmax())));
+      // KL on long-tailed histograms still clips far below what the rest of the range needs
+      // (OCR recognizer: 0 exact lines with KL alone). Never clip harder than the range with the
+      // least squared error on the same histogram.
+      return std::max(kl, MseAmax(stats, grid));
     }
   }
   return stats.absmax();

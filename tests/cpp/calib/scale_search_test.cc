@@ -116,13 +116,15 @@ TEST(ScaleSearchTest, EntropyOnNormalClipsTheTail) {
     ratio_sum += amax / stats.absmax();
   }
   EXPECT_LT(ratio_sum / 4, 0.95);
-  // With fewer samples the tail is sparser and clipped harder (TensorRT's 3-4 sigma region).
+  // With fewer samples the tail is sparser and KL alone clips harder (TensorRT's 3-4 sigma
+  // region) than the squared error justifies: the result is then the mse range.
   const std::vector<float> v = Normal(10000, 1);
   TensorStatistics stats("t");
   stats.Add(v.data(), v.size());
   const float amax = ComputeAmax(stats, Method::kEntropy);
-  EXPECT_GT(amax, 3.0f);
-  EXPECT_LT(amax, 0.95f * stats.absmax());
+  EXPECT_LT(static_cast<float>(EntropyThresholdBins(stats) * stats.bin_width()), 0.95f * stats.absmax());
+  EXPECT_EQ(amax, ComputeAmax(stats, Method::kMse));
+  EXPECT_LT(amax, stats.absmax());
 }
 
 TEST(ScaleSearchTest, EntropyClipsAHeavyTail) {
@@ -135,15 +137,20 @@ TEST(ScaleSearchTest, EntropyClipsAHeavyTail) {
   EXPECT_LT(ComputeAmax(stats, Method::kEntropy), 0.9f * stats.absmax());
 }
 
-TEST(ScaleSearchTest, EntropyClipsABigOutlierAndMaxDoesNot) {
+TEST(ScaleSearchTest, EntropyNeverClipsHarderThanMseOnABigOutlier) {
+  // KL alone clips the outlier to the normal body (< 6); the squared error of clipping one value
+  // at 100 outweighs the rounding error of 200000 values only up to about half-way, so entropy
+  // keeps what mse keeps. (Entropy alone chose 3% of the range on real OCR activations: issue 9.)
   std::vector<float> v = Normal(200000, 9);
   v[777] = 100.0f;
   TensorStatistics stats("t");
   stats.Add(v.data(), v.size());
   EXPECT_EQ(ComputeAmax(stats, Method::kMax), 100.0f);
+  EXPECT_LT(static_cast<float>(EntropyThresholdBins(stats) * stats.bin_width()), 6.0f);
   const float entropy = ComputeAmax(stats, Method::kEntropy);
-  EXPECT_GT(entropy, 3.0f);
-  EXPECT_LT(entropy, 6.0f);
+  EXPECT_EQ(entropy, ComputeAmax(stats, Method::kMse));
+  EXPECT_GT(entropy, 30.0f);
+  EXPECT_LT(entropy, 100.0f);
   EXPECT_LT(ComputeAmax(stats, Method::kPercentile, 99.99), 6.0f);
 }
 
