@@ -1,8 +1,9 @@
 // SessionModel: a model as ONNX Runtime is handed it. The serialized graph carries no large
 // weights: protobuf cannot serialize more than 2 GiB, and serializing the weights would hold them
 // twice more (the bytes, then ONNX Runtime's parse). The large top-level initializers are instead
-// views into the caller's ModelProto, which ONNX Runtime reads in place as external initializers
-// (runtime/session.h), so a model over 2 GiB runs and its weights exist once in memory.
+// views into the caller's ModelProto (runtime/session.h hands them over): as graph inputs when they
+// total more than kWeightsAsInputsAbove, which ONNX Runtime reads in place, so a model over 2 GiB
+// runs with its weights once in memory; below that as external initializers, which it copies.
 // REQUIRES: the ModelProto outlives every session made from its SessionModel and is not edited
 // while they exist.
 #pragma once
