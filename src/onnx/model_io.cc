@@ -16,6 +16,7 @@
 
 #include "base/atomic_file.h"
 #include "onnx/session_model.h"
+#include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::onnxio {
@@ -133,15 +134,7 @@ void SaveModel(const onnx::ModelProto& model, const std::string& path, const Sav
         ref.set_data_type(t.data_type());
         *ref.mutable_dims() = t.dims();
         if (t.has_doc_string()) ref.set_doc_string(t.doc_string());
-        ref.set_data_location(onnx::TensorProto::EXTERNAL);
-        auto add = [&](const char* key, const std::string& value) {
-          auto* entry = ref.add_external_data();
-          entry->set_key(key);
-          entry->set_value(value);
-        };
-        add("location", data_name);
-        add("offset", std::to_string(offset));
-        add("length", std::to_string(t.raw_data().size()));
+        MarkExternal(&ref, data_name, offset, t.raw_data().size());
         return ref;
       });
   data_writer.Finish();

@@ -14,15 +14,7 @@ onnx::TensorProto Placeholder(const onnx::TensorProto& tensor) {
   t.set_name(tensor.name());
   t.set_data_type(tensor.data_type());
   *t.mutable_dims() = tensor.dims();
-  t.set_data_location(onnx::TensorProto::EXTERNAL);
-  auto add = [&](const char* key, const std::string& value) {
-    auto* entry = t.add_external_data();
-    entry->set_key(key);
-    entry->set_value(value);
-  };
-  add("location", kStashedLocation);
-  add("offset", "0");
-  add("length", std::to_string(tensor.raw_data().size()));
+  MarkExternal(&t, kStashedLocation, 0, tensor.raw_data().size());
   return t;
 }
 

@@ -19,14 +19,16 @@ void Walk(onnx::GraphProto* graph, int self, const std::string& path, std::vecto
 }
 
 void AddNames(const onnx::GraphProto& g, std::set<std::string>* names) {
+  for (const auto& t : g.initializer()) names->insert(t.name());
   for (const auto& v : g.input()) names->insert(v.name());
   for (const auto& v : g.output()) names->insert(v.name());
-  for (const auto& t : g.initializer()) names->insert(t.name());
+  for (const auto& v : g.value_info()) names->insert(v.name());
   for (const auto& n : g.node()) {
     names->insert(n.name());
     for (const auto& o : n.output()) names->insert(o);
-    for (const auto& attr : n.attribute()) {
-      if (attr.has_g()) AddNames(attr.g(), names);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) AddNames(a.g(), names);
+      for (const auto& sg : a.graphs()) AddNames(sg, names);
     }
   }
 }
@@ -72,6 +74,16 @@ std::vector<GraphScope> AllGraphs(onnx::GraphProto* main) {
   std::vector<GraphScope> scopes{GraphScope{main, -1, -1, "", ""}};
   Walk(main, 0, "", &scopes);
   return scopes;
+}
+
+void AddNodeReads(const onnx::GraphProto& graph, std::set<std::string>* reads) {
+  for (const auto& n : graph.node()) {
+    for (const auto& i : n.input()) reads->insert(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) AddNodeReads(a.g(), reads);
+      for (const auto& sg : a.graphs()) AddNodeReads(sg, reads);
+    }
+  }
 }
 
 bool HasSubgraphs(const onnx::GraphProto& main) {

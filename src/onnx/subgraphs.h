@@ -33,6 +33,10 @@ std::vector<GraphScope> AllGraphs(onnx::GraphProto* main);
 // Whether any node of `main` (at any depth) has a graph attribute.
 bool HasSubgraphs(const onnx::GraphProto& main);
 
+// Adds every tensor name a node of `graph` reads, at any depth (a subgraph reads the enclosing
+// graphs' tensors by name).
+void AddNodeReads(const onnx::GraphProto& graph, std::set<std::string>* reads);
+
 // Every name used in the model: tensors, nodes, initializers, inputs and outputs of all graphs.
 std::set<std::string> AllNames(const onnx::GraphProto& main);
 

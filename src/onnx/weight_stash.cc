@@ -14,6 +14,18 @@ bool IsStashed(const onnx::TensorProto& tensor) {
   return false;
 }
 
+void MarkExternal(onnx::TensorProto* tensor, const std::string& location, uint64_t offset, uint64_t length) {
+  tensor->set_data_location(onnx::TensorProto::EXTERNAL);
+  const auto add = [&](const char* key, const std::string& value) {
+    auto* entry = tensor->add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  add("length", std::to_string(length));
+}
+
 WeightStash::WeightStash(onnx::ModelProto* model, size_t min_bytes) : model_(model) {
   for (auto& t : *model->mutable_graph()->mutable_initializer()) {
     if (!t.has_raw_data() || t.raw_data().size() <= min_bytes) continue;
@@ -21,15 +33,7 @@ WeightStash::WeightStash(onnx::ModelProto* model, size_t min_bytes) : model_(mod
     const size_t length = t.raw_data().size();
     slot.swap(*t.mutable_raw_data());  // a swap: the bytes are never copied
     t.clear_raw_data();
-    t.set_data_location(onnx::TensorProto::EXTERNAL);
-    auto add = [&](const char* key, const std::string& value) {
-      auto* entry = t.add_external_data();
-      entry->set_key(key);
-      entry->set_value(value);
-    };
-    add("location", kStashedLocation);
-    add("offset", "0");
-    add("length", std::to_string(length));
+    MarkExternal(&t, kStashedLocation, 0, length);
   }
 }
 

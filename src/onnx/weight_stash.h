@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -18,6 +19,10 @@ namespace ptqkit::onnxio {
 
 // The external-data location a stashed initializer points at while its bytes are out.
 inline constexpr const char* kStashedLocation = "ptqkit-stashed-weights";
+
+// Marks `tensor` as external data: `length` bytes at `offset` of the file `location`. Used for the
+// stash placeholder, the session models' placeholders and the references SaveModel writes.
+void MarkExternal(onnx::TensorProto* tensor, const std::string& location, uint64_t offset, uint64_t length);
 
 class WeightStash {
  public:
@@ -27,8 +32,6 @@ class WeightStash {
   WeightStash(const WeightStash&) = delete;
   WeightStash& operator=(const WeightStash&) = delete;
 
-  // Stashed bytes by initializer name (what ONNX Runtime is fed as external initializers).
-  const std::map<std::string, std::string>& bytes() const { return bytes_; }
   // Puts the bytes back into `model` (the one given to the constructor, or a converted copy of
   // it): initializers are matched by name; a stashed name no longer present is an error.
   void RestoreInto(onnx::ModelProto* model);

@@ -13,6 +13,7 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "onnx/subgraphs.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -102,32 +103,6 @@ std::map<std::string, int32_t> InferElemTypes(onnx::ModelProto* model) {
   return types;
 }
 
-// Every tensor name read by a node of a subgraph (at any depth): outer-scope tensors a subgraph
-// reads this way must keep their float32 type under their own name.
-void CollectSubgraphReads(const onnx::GraphProto& g, std::set<std::string>* reads) {
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) reads->insert(i);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectSubgraphReads(a.g(), reads);
-      for (const auto& sg : a.graphs()) CollectSubgraphReads(sg, reads);
-    }
-  }
-}
-
-void CollectNames(const onnx::GraphProto& g, std::set<std::string>* names) {
-  for (const auto& t : g.initializer()) names->insert(t.name());
-  for (const auto& v : g.input()) names->insert(v.name());
-  for (const auto& v : g.output()) names->insert(v.name());
-  for (const auto& v : g.value_info()) names->insert(v.name());
-  for (const auto& n : g.node()) {
-    names->insert(n.name());
-    for (const auto& o : n.output()) names->insert(o);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectNames(a.g(), names);
-      for (const auto& sg : a.graphs()) CollectNames(sg, names);
-    }
-  }
-}
 
 // ---- values ----------------------------------------------------------------------------------
 
@@ -185,12 +160,13 @@ class Converter {
         excluded_(options.op_types_to_exclude.begin(), options.op_types_to_exclude.end()) {}
 
   LowPrecisionStats Run() {
-    CollectNames(*graph_, &names_);
+    names_ = onnxio::AllNames(*graph_);
     types_ = InferElemTypes(model_);
     for (const auto& n : graph_->node()) {
       for (const auto& a : n.attribute()) {
-        if (a.has_g()) CollectSubgraphReads(a.g(), &subgraph_reads_);
-        for (const auto& sg : a.graphs()) CollectSubgraphReads(sg, &subgraph_reads_);
+        // Outer-scope tensors a subgraph reads must keep their float32 type under their own name.
+        if (a.has_g()) onnxio::AddNodeReads(a.g(), &subgraph_reads_);
+        for (const auto& sg : a.graphs()) onnxio::AddNodeReads(sg, &subgraph_reads_);
       }
     }
     {

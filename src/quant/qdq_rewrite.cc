@@ -7,23 +7,12 @@
 
 #include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
+#include "onnx/subgraphs.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
 
 namespace ptqkit {
 namespace {
-
-// Every tensor name `graph` reads, including reads from inside its subgraphs (which see the
-// enclosing graph's tensors by name) and its outputs.
-void CollectReads(const onnx::GraphProto& graph, std::set<std::string>* used) {
-  for (const auto& n : graph.node()) {
-    for (const auto& i : n.input()) used->insert(i);
-    for (const auto& attr : n.attribute()) {
-      if (attr.has_g()) CollectReads(attr.g(), used);
-    }
-  }
-  for (const auto& o : graph.output()) used->insert(o.name());
-}
 
 class Rewriter {
  public:
@@ -171,7 +160,8 @@ class Rewriter {
   // or Constant node) that nothing reads any more.
   void DropUnusedWeights(const Placement& plan) {
     std::set<std::string> used;
-    CollectReads(*graph_, &used);
+    onnxio::AddNodeReads(*graph_, &used);
+    for (const auto& o : graph_->output()) used.insert(o.name());
     std::set<std::string> dead;
     for (const auto& q : plan.tensors) {
       if (q.is_weight && !used.count(q.tensor)) dead.insert(q.tensor);
