@@ -50,6 +50,15 @@ struct QuantizeOptions {
 
   bool dq_only = false;
 
+  // The runtime the output is for. "trt" (default): TensorRT's explicit-quantization patterns.
+  // "ort_cpu": the same placement in the form ONNX Runtime's CPU graph optimizations handle as
+  // intended — FP8 Q/DQ without zero points (QuantizeLinear's output_dtype, opset raised to 21),
+  // because ONNX Runtime's Relu/Clip + QuantizeLinear rewrites misread FP8 zero points.
+  std::string target_runtime = "trt";
+  // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
+  // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
+  bool reduce_range = false;
+
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
   // awq_clip search tries alpha = 1 - s * awqclip_alpha_step down to awqclip_alpha_min.

@@ -25,6 +25,8 @@ def quantize(
     nodes_to_quantize=None,
     nodes_to_exclude=None,
     dq_only: bool = False,
+    target_runtime: str = "trt",
+    reduce_range: bool = False,
     block_size: int = 128,
     use_zero_point: bool = False,
     awqclip_alpha_step: float = 0.05,
@@ -84,6 +86,8 @@ def quantize(
     o.nodes_to_quantize = _options.names(nodes_to_quantize, "nodes_to_quantize")
     o.nodes_to_exclude = _options.names(nodes_to_exclude, "nodes_to_exclude")
     o.dq_only = bool(dq_only)
+    o.target_runtime = target_runtime
+    o.reduce_range = bool(reduce_range)
     _set_int4(o, block_size=int(block_size), use_zero_point=bool(use_zero_point),
               awqclip_alpha_step=float(awqclip_alpha_step), awqclip_alpha_min=float(awqclip_alpha_min))
     o.high_precision_dtype = high_precision_dtype

@@ -77,6 +77,12 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
                   "Keep these nodes in float: exact names, or regexes matched from the start of the name");
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
+  cmd->add_option("--target_runtime", o->target_runtime,
+                  "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's "
+                  "CPU optimizations compute correctly, opset 21)")
+      ->capture_default_str();
+  cmd->add_flag("--reduce_range", o->reduce_range,
+                "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)");
   cmd->add_option("--block_size", o->block_size, "int4: weights per scale along K (-1: one block per output channel)")
       ->capture_default_str();
   cmd->add_flag("--use_zero_point", o->use_zero_point, "int4: asymmetric UINT4 weights with zero points");

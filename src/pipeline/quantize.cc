@@ -49,6 +49,12 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
   }
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
+    throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
+  }
+  if (o.reduce_range && o.quantize_mode != "int8") {
+    throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
+  }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   std::error_code ec;
   const fs::path in = fs::weakly_canonical(o.onnx_path, ec);
@@ -90,7 +96,9 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
   const bool fp8 = o.quantize_mode == "fp8";
-  if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
+  // FLOAT8E4M3FN Q/DQ exist from opset 19; QuantizeLinear's output_dtype (no zero point) from 21.
+  const bool omit_zero_points = fp8 && o.target_runtime == "ort_cpu";
+  if (fp8) onnxio::UpgradeOpset(&model, omit_zero_points ? 21 : 19);
   report.output_opset = onnxio::DefaultOpset(model);
   ModelPlacement plan(&model, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
 
@@ -142,6 +150,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+  rewrite.omit_zero_points = omit_zero_points;
+  rewrite.reduce_range = o.reduce_range;
   const RewriteStats stats = plan.Rewrite(amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty();
