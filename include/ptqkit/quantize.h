@@ -71,11 +71,54 @@ struct QuantizeOptions {
   bool direct_io_types = false;  // fp16/bf16: graph inputs/outputs change type (no boundary Casts)
   bool use_external_data_format = false;
 
+  // The loss report: the last `eval_samples` samples of the calibration data are held out of the
+  // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
+  int64_t eval_samples = 16;
+  std::string report_json;  // write the run's report (loss included) as JSON here
+
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
   std::string calibration_cache;       // read it from here instead of calibrating
 
   // Called after each calibration batch with (batches done, total batches).
   std::function<void(int64_t, int64_t)> progress;
+};
+
+// What quantization cost on one graph output, quantized vs FP32 on the same samples.
+struct OutputLoss {
+  std::string output;
+  int64_t samples = 0;
+  bool is_float = true;
+  double cosine_mean = 1.0;  // per-sample cosine similarity (float outputs)
+  double cosine_min = 1.0;
+  double relative_rmse = 0.0;  // ||q - r|| / ||r|| over all values
+  double max_abs_diff = 0.0;
+  std::optional<double> top1_agreement;  // rank-2/3 float outputs: argmax over the last axis
+  std::optional<double> exact_match;     // non-float outputs: samples exactly equal
+  int64_t non_finite = 0;                // NaN/Inf values in the quantized output
+};
+
+// A quantized activation and its estimated quantization error from the calibration histogram:
+// E[(x - QDQ(x))^2] / E[x^2] with its final amax (clipping included), and the share of values
+// beyond the amax. The loss report's likely culprits are the largest of these.
+struct TensorClipping {
+  std::string tensor;
+  double relative_error = 0.0;
+  double clipped_fraction = 0.0;
+  float amax = 0.0f;
+  float absmax = 0.0f;
+};
+
+// The loss report of a quantize run (QuantizeOptions::eval_samples).
+struct LossReport {
+  bool evaluated = false;
+  std::string not_evaluated_because;  // when !evaluated
+  int64_t samples = 0;
+  bool held_out = false;   // the samples were not used for calibration
+  bool synthetic = false;  // ... and they are synthetic data
+  std::string ort_level;   // ONNX Runtime level the quantized model ran at: "basic" | "default"
+  std::vector<OutputLoss> outputs;
+  std::vector<TensorClipping> culprits;  // largest relative_error first, at most 5
+  std::string warning;                   // non-empty when the loss passed a warning threshold
 };
 
 struct QuantizeReport {
@@ -93,6 +136,7 @@ struct QuantizeReport {
   double calibration_seconds = 0.0;
   double total_seconds = 0.0;
   std::vector<std::string> execution_providers;
+  LossReport loss;
 };
 
 // Throws ptqkit::Error with a one-line message naming what is wrong.

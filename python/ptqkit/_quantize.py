@@ -47,6 +47,8 @@ def quantize(
     save_calibration_cache=None,
     calibration_cache=None,
     log_file=None,
+    eval_samples: int = 16,
+    report_json=None,
 ) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
@@ -61,7 +63,9 @@ def quantize(
     Other options: see `python -m ptqkit --help`.
 
     Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
-    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ...
+    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ..., and "loss": the
+    quantized vs FP32 comparison on held-out calibration samples (per output cosine_mean,
+    top1_agreement, ...; culprits; warning), the same as --report_json's "loss".
     Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
     """
     data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
@@ -94,6 +98,8 @@ def quantize(
     o.op_types_to_exclude_fp16 = _options.names(op_types_to_exclude_fp16, "op_types_to_exclude_fp16")
     o.direct_io_types = bool(direct_io_types)
     o.use_external_data_format = bool(use_external_data_format)
+    o.eval_samples = int(eval_samples)
+    o.report_json = _options.path(report_json)
     o.save_calibration_cache = _options.path(save_calibration_cache)
     o.calibration_cache = _options.path(calibration_cache)
 

@@ -21,6 +21,7 @@
 #include "cli/progress_bar.h"
 #include "cli_entry.h"
 #include "pipeline/model_inputs.h"
+#include "pipeline/report_json.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
@@ -117,6 +118,8 @@ py::dict ReportToDict(const QuantizeReport& r) {
   d["calibration_seconds"] = r.calibration_seconds;
   d["total_seconds"] = r.total_seconds;
   d["execution_providers"] = r.execution_providers;
+  // One JSON form of the loss report for --report_json and Python (pipeline/report_json.h).
+  d["loss"] = py::module_::import("json").attr("loads")(LossReportToJson(r.loss).dump());
   return d;
 }
 
@@ -277,6 +280,8 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("op_types_to_exclude_fp16", &QuantizeOptions::op_types_to_exclude_fp16)
       .def_readwrite("direct_io_types", &QuantizeOptions::direct_io_types)
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
+      .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
+      .def_readwrite("report_json", &QuantizeOptions::report_json)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
       .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
   BindInt4Options(options);

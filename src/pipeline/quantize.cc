@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "base/log.h"
@@ -12,7 +13,9 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "evaluate/output_agreement.h"
 #include "pipeline/activation_capture.h"
+#include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/quantize_int4.h"
@@ -49,6 +52,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
   }
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
   }
@@ -104,20 +108,24 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
+  std::optional<CalibrationData> data;
+  EvalSplit split;
   if (!o.calibration_cache.empty()) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
   } else {
-    CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
-    report.synthetic_data = data.synthetic;
+    data = OpenCalibrationData(prepared, CalibrationRequest(o));
+    report.synthetic_data = data->synthetic;
+    split = SplitForEvaluation(*data, o.eval_samples);
+    UseCalibrationSamples(&*data, split);
     CaptureRequest request;
     request.tensors = plan.ActivationTensors();
     request.histograms = method != calib::Method::kMax;
-    request.batch_size = data.batch_size;
-    request.num_batches = data.num_batches;
+    request.batch_size = data->batch_size;
+    request.num_batches = data->num_batches;
     request.progress = o.progress;
     RuntimeOptions runtime = Runtime(o);
-    CaptureResult captured = CaptureStatistics(model, data.set, request, runtime);
+    CaptureResult captured = CaptureStatistics(model, data->set, request, runtime);
     for (const auto& t : captured.not_float) plan.DropTensor(t, "input is not a float tensor");
     table = std::move(captured.table);
     for (const auto& [name, stats] : table.tensors) {
@@ -141,6 +149,13 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
   }
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
+  // The FP32 outputs the loss report compares with, before the graph is rewritten.
+  evaluate::BatchOutputs reference;
+  evaluate::SampleRange eval_range;
+  if (split.eval_count > 0) {
+    eval_range = UseEvaluationSamples(&*data, split);
+    reference = evaluate::RunOutputs(model, data->set, eval_range, Runtime(o));
+  }
 
   const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
   const std::map<std::string, float> amax = plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid));
@@ -168,9 +183,23 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                             o.onnx_path, report.left_in_float.size(), why),
                 Error::Kind::kUnsupported);
   }
+  ConvertPrecision(&model, o, &report);
+  if (split.eval_count > 0) {
+    RuntimeOptions runtime = Runtime(o);
+    // TensorRT-form outputs are judged as fake-quant (what TensorRT computes); ort_cpu outputs at
+    // ONNX Runtime's default level, where its integer kernels run them.
+    runtime.basic_optimizations_only = o.target_runtime != "ort_cpu";
+    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, runtime, table, amax, grid);
+    if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
+  } else {
+    report.loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"
+                                        : report.calibration_from_cache ? "the ranges came from a calibration cache"
+                                                                        : "no calibration samples";
+  }
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
 
-  ConvertAndSave(&model, o, &report);
+  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  CheckAndSave(&model, o, report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }
