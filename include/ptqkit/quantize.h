@@ -98,8 +98,9 @@ struct OutputLoss {
 };
 
 // A quantized activation and its estimated quantization error from the calibration histogram:
-// E[(x - QDQ(x))^2] / E[x^2] with its final amax (clipping included), and the share of values
-// beyond the amax. The loss report's likely culprits are the largest of these.
+// the mean over nonzero values of |x - QDQ(x)| / |x| with its final amax (clipping and values
+// rounded to zero alike), and the share of values beyond the amax. The loss report's likely
+// culprits are the largest of these.
 struct TensorClipping {
   std::string tensor;
   double relative_error = 0.0;

@@ -1,6 +1,7 @@
 #include "evaluate/tensor_error.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "calib/mse_search.h"
 
@@ -16,16 +17,22 @@ std::vector<TensorClipping> LargestQuantizationErrors(const calib::CalibrationTa
     const calib::TensorStatistics& stats = it->second;
     const std::vector<uint64_t> bins = stats.HistogramWithoutZeros();
     const double w = stats.bin_width();
-    double signal = 0.0, beyond = 0.0;
+    // Per nonzero value, |x - QDQ(x)| / |x| at the bin's midpoint: 1 for values that round to 0
+    // (lost resolution: a few large values set a scale that flattens the rest), the clipped
+    // share for values beyond the amax, small elsewhere.
+    double relative = 0.0, beyond = 0.0, nonzero = 0.0;
     for (size_t i = 0; i < bins.size(); ++i) {
+      if (bins[i] == 0) continue;
       const double mid = (static_cast<double>(i) + 0.5) * w;
-      signal += static_cast<double>(bins[i]) * mid * mid;
-      if (static_cast<double>(i) * w >= a) beyond += static_cast<double>(bins[i]);
+      const double count = static_cast<double>(bins[i]);
+      relative += count * std::abs(mid - calib::QuantizeDequantize(mid, a, grid)) / mid;
+      nonzero += count;
+      if (static_cast<double>(i) * w >= a) beyond += count;
     }
-    if (signal <= 0) continue;
+    if (nonzero <= 0) continue;
     TensorClipping c;
     c.tensor = name;
-    c.relative_error = calib::HistogramSquaredError(bins, w, a, grid) / signal;
+    c.relative_error = relative / nonzero;
     c.clipped_fraction = stats.finite_count() > 0 ? beyond / static_cast<double>(stats.finite_count()) : 0.0;
     c.amax = a;
     c.absmax = stats.absmax();

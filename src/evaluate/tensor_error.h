@@ -1,8 +1,9 @@
 // Likely culprits of a quantization loss: the quantized activations whose calibration histogram
-// says they lose the most to their Q/DQ — E[(x - QDQ(x))^2] / E[x^2] with the amax actually used
-// (rounding inside the range plus clipping beyond it, mse_search.h's error model), and the share
-// of values beyond the amax. Only tensors with a histogram are estimated (`max` calibration keeps
-// none, and clips nothing). Pure function.
+// says they lose the most to their Q/DQ — the mean over nonzero values of |x - QDQ(x)| / |x| with
+// the amax actually used, so both failure modes count: values clipped beyond the amax, and values
+// that round to zero because a few large ones set the scale (an energy-weighted error misses the
+// second: the large values dominate it). Also the share of values beyond the amax. Only tensors
+// with a histogram are estimated (`max` calibration keeps none). Pure function.
 #pragma once
 
 #include <map>
