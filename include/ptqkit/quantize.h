@@ -75,6 +75,13 @@ struct QuantizeOptions {
   // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
   int64_t eval_samples = 16;
   std::string report_json;  // write the run's report (loss included) as JSON here
+  // Accuracy budget (int8/fp8, needs held-out samples): when >= 0, keep in float the fewest
+  // nodes, in the order of a node sensitivity scan, such that the divergence from FP32 on the
+  // held-out samples is at most this (see pipeline/accuracy_budget.h). Metric: kl_div | mse | cos
+  // (summed over outputs of the per-sample mean, like the scan) | top1 (largest top-1
+  // disagreement over outputs, 0..1).
+  double accuracy_budget = -1.0;
+  std::string accuracy_budget_metric = "cos";
 
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
   std::string calibration_cache;       // read it from here instead of calibrating
@@ -122,6 +129,18 @@ struct LossReport {
   std::string warning;                   // non-empty when the loss passed a warning threshold
 };
 
+// The accuracy-budget search of a quantize run (QuantizeOptions::accuracy_budget).
+struct AccuracyBudgetReport {
+  bool used = false;
+  std::string metric;  // kl_div | mse | cos | top1
+  double budget = 0.0;
+  bool met = false;
+  int64_t ranked_nodes = 0;                       // nodes in the sensitivity ranking
+  std::vector<std::string> excluded_nodes;        // kept in float by the search, most sensitive first
+  std::vector<std::pair<int64_t, double>> curve;  // (nodes excluded, divergence), in evaluation order
+  int64_t evaluations = 0;                        // full quantize + evaluate runs of the search
+};
+
 struct QuantizeReport {
   std::string output_path;
   int64_t original_opset = 0;
@@ -138,6 +157,7 @@ struct QuantizeReport {
   double total_seconds = 0.0;
   std::vector<std::string> execution_providers;
   LossReport loss;
+  AccuracyBudgetReport accuracy_budget;
 };
 
 // Throws ptqkit::Error with a one-line message naming what is wrong.

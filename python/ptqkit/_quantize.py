@@ -49,6 +49,8 @@ def quantize(
     log_file=None,
     eval_samples: int = 16,
     report_json=None,
+    accuracy_budget=None,
+    accuracy_budget_metric: str = "cos",
 ) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
@@ -100,6 +102,9 @@ def quantize(
     o.use_external_data_format = bool(use_external_data_format)
     o.eval_samples = int(eval_samples)
     o.report_json = _options.path(report_json)
+    if accuracy_budget is not None:  # None: no budget search
+        o.accuracy_budget = float(accuracy_budget)
+    o.accuracy_budget_metric = accuracy_budget_metric
     o.save_calibration_cache = _options.path(save_calibration_cache)
     o.calibration_cache = _options.path(calibration_cache)
 

@@ -120,6 +120,7 @@ py::dict ReportToDict(const QuantizeReport& r) {
   d["execution_providers"] = r.execution_providers;
   // One JSON form of the loss report for --report_json and Python (pipeline/report_json.h).
   d["loss"] = py::module_::import("json").attr("loads")(LossReportToJson(r.loss).dump());
+  d["accuracy_budget"] = py::module_::import("json").attr("loads")(AccuracyBudgetToJson(r.accuracy_budget).dump());
   return d;
 }
 
@@ -282,6 +283,8 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
       .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
       .def_readwrite("report_json", &QuantizeOptions::report_json)
+      .def_readwrite("accuracy_budget", &QuantizeOptions::accuracy_budget)
+      .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
       .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
   BindInt4Options(options);

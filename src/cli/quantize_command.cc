@@ -32,6 +32,15 @@ void PrintLoss(const LossReport& loss) {
   if (!loss.warning.empty()) fmt::print("  WARNING: {}\n", loss.warning);
 }
 
+void PrintBudget(const AccuracyBudgetReport& b) {
+  if (!b.used) return;
+  fmt::print("accuracy budget: {} <= {} {} with {} node(s) in float ({} ranked by sensitivity; {} full evaluation(s))\n",
+             b.metric, b.budget, b.met ? "met" : "NOT met", b.excluded_nodes.size(),
+             b.ranked_nodes, b.evaluations);
+  for (const auto& [k, d] : b.curve) fmt::print("  {:>6} in float -> {} {:.6g}\n", k, b.metric, d);
+  for (const auto& node : b.excluded_nodes) fmt::print("  kept in float: {}\n", node);
+}
+
 void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   fmt::print("Wrote {}\n", r.output_path);
   if (r.calibration_method == "rtn") {
@@ -54,6 +63,7 @@ void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   size_t width = 0;
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());
   for (const auto& [node, why] : r.left_in_float) fmt::print("  {:<{}}  {}\n", node, width, why);
+  PrintBudget(r.accuracy_budget);
   PrintLoss(r.loss);
   fmt::print("total: {:.3f} s\n", r.total_seconds);
 }
@@ -122,6 +132,13 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--eval_samples", o->eval_samples,
                   "Loss report: hold out the last N calibration samples (at most a quarter) and compare the "
                   "quantized model with FP32 on them (0 = no report)")
+      ->capture_default_str();
+  cmd->add_option("--accuracy_budget", o->accuracy_budget,
+                  "Keep in float the fewest nodes (ranked by a node sensitivity scan) such that the divergence "
+                  "from FP32 on the held-out samples is at most this (see --accuracy_budget_metric)");
+  cmd->add_option("--accuracy_budget_metric", o->accuracy_budget_metric,
+                  "cos | kl_div | mse (summed over outputs of the per-sample mean) | top1 (largest top-1 "
+                  "disagreement, 0..1)")
       ->capture_default_str();
   cmd->add_option("--report_json", o->report_json, "Write the run's report (loss included) as JSON here");
   cmd->add_option("--save_calibration_cache", o->save_calibration_cache, "Write the calibration table (JSON) here");

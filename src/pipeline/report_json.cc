@@ -45,6 +45,20 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
   return j;
 }
 
+nlohmann::ordered_json AccuracyBudgetToJson(const AccuracyBudgetReport& b) {
+  nlohmann::ordered_json j;
+  j["used"] = b.used;
+  j["metric"] = b.metric;
+  j["budget"] = b.budget;
+  j["met"] = b.met;
+  j["ranked_nodes"] = b.ranked_nodes;
+  j["excluded_nodes"] = b.excluded_nodes;
+  j["curve"] = nlohmann::ordered_json::array();
+  for (const auto& [k, d] : b.curve) j["curve"].push_back({{"excluded", k}, {"divergence", d}});
+  j["evaluations"] = b.evaluations;
+  return j;
+}
+
 nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   nlohmann::ordered_json j;
   j["output_path"] = r.output_path;
@@ -63,6 +77,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["total_seconds"] = r.total_seconds;
   j["execution_providers"] = r.execution_providers;
   j["loss"] = LossReportToJson(r.loss);
+  j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
   return j;
 }
 

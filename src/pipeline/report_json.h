@@ -10,6 +10,7 @@
 namespace ptqkit {
 
 nlohmann::ordered_json LossReportToJson(const LossReport& loss);
+nlohmann::ordered_json AccuracyBudgetToJson(const AccuracyBudgetReport& budget);
 nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& report);
 
 }  // namespace ptqkit
