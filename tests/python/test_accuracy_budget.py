@@ -67,7 +67,7 @@ def test_budget_already_met_changes_nothing(cli, resnet, calib, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "unknown accuracy budget metric 'l1'"),
-    (["--accuracy_budget", "0.1", "--eval_samples", "0"], "--accuracy_budget needs held-out calibration samples"),
+    (["--accuracy_budget", "0.1", "--eval_samples", "0"], "and held-out samples (--eval_samples > 0)"),
 ])
 def test_budget_refusals(cli, resnet, calib, tmp_path, args, message):
     r = cli.run("quantize", "--onnx_path", resnet, "--output_path", tmp_path / "q.onnx",
