@@ -75,6 +75,7 @@ struct QuantizeOptions {
   // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
   int64_t eval_samples = 16;
   std::string report_json;  // write the run's report (loss included) as JSON here
+  std::string report_html;  // ... and as a self-contained HTML page (loss table, budget curve)
   // Accuracy budget (int8/fp8, needs held-out samples): when >= 0, keep in float the fewest
   // nodes, in the order of a node sensitivity scan, such that the divergence from FP32 on the
   // held-out samples is at most this (see pipeline/accuracy_budget.h). Metric: kl_div | mse | cos

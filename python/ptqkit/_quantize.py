@@ -49,6 +49,7 @@ def quantize(
     log_file=None,
     eval_samples: int = 16,
     report_json=None,
+    report_html=None,
     accuracy_budget=None,
     accuracy_budget_metric: str = "cos",
     accuracy_eval=None,
@@ -107,6 +108,7 @@ def quantize(
     o.use_external_data_format = bool(use_external_data_format)
     o.eval_samples = int(eval_samples)
     o.report_json = _options.path(report_json)
+    o.report_html = _options.path(report_html)
     if accuracy_budget is not None:  # None: no budget search
         o.accuracy_budget = float(accuracy_budget)
     o.accuracy_budget_metric = accuracy_budget_metric

@@ -284,6 +284,7 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
       .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
       .def_readwrite("report_json", &QuantizeOptions::report_json)
+      .def_readwrite("report_html", &QuantizeOptions::report_html)
       .def_readwrite("accuracy_budget", &QuantizeOptions::accuracy_budget)
       .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
       .def_readwrite("accuracy_eval", &QuantizeOptions::accuracy_eval)
