@@ -52,8 +52,8 @@ struct QuantizeOptions {
 
   // The runtime the output is for. "trt" (default): TensorRT's explicit-quantization patterns.
   // "ort_cpu": the same placement in the form ONNX Runtime's CPU graph optimizations handle as
-  // intended — FP8 Q/DQ without zero points (QuantizeLinear's output_dtype, opset raised to 21),
-  // because ONNX Runtime's Relu/Clip + QuantizeLinear rewrites misread FP8 zero points.
+  // intended — no Relu/Clip directly before an FP8 QuantizeLinear (quant/qdq_rewrite.h,
+  // activation_after_dq), because its Relu/Clip + QuantizeLinear rewrites misread FP8 zero points.
   std::string target_runtime = "trt";
   // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
   // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).

@@ -110,7 +110,7 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
   cmd->add_option("--target_runtime", o->target_runtime,
                   "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's "
-                  "CPU optimizations compute correctly, opset 21)")
+                  "CPU optimizations compute correctly)")
       ->capture_default_str();
   cmd->add_flag("--reduce_range", o->reduce_range,
                 "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)");

@@ -34,6 +34,7 @@ class Rewriter {
     for (const auto& [use, name] : rewires) graph_->mutable_node(use.node)->set_input(use.input, name);
     editor_.Splice();
     if (options_.dq_only) DropUnusedWeights(plan);
+    DropUnreadClamps();
     return stats_;
   }
 
@@ -76,20 +77,15 @@ class Rewriter {
     a->set_i(value);
   }
 
-  // A Q or DQ node; `inputs` are (x, scale, zero point). Without zero points the Q names its
-  // output type instead.
+  // A Q or DQ node; `inputs` are (x, scale, zero point).
   onnx::NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
                            const std::string& output, int axis) {
     onnx::NodeProto n;
     n.set_op_type(op);
     n.set_name(name);
-    if (options_.omit_zero_points) inputs.resize(2);
     for (auto& i : inputs) n.add_input(i);
     n.add_output(output);
     if (axis >= 0) AddIntAttribute(&n, "axis", axis);
-    if (options_.omit_zero_points && op == "QuantizeLinear") {
-      AddIntAttribute(&n, "output_dtype", fp8_ ? onnx::TensorProto::FLOAT8E4M3FN : onnx::TensorProto::INT8);
-    }
     return n;
   }
 
@@ -108,9 +104,25 @@ class Rewriter {
     auto it = amax.find(q.tensor);
     if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
     const std::string scale = Fresh(q.tensor + "_scale");
-    const std::string zp = options_.omit_zero_points ? "" : Fresh(q.tensor + "_zero_point");
+    const std::string zp = Fresh(q.tensor + "_zero_point");
     AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
-    if (!zp.empty()) AddZeroPoint(zp, 1, true);
+    AddZeroPoint(zp, 1, true);
+    const int producer = index_.Producer(q.tensor);
+    if (options_.activation_after_dq && producer >= 0) {
+      const onnx::NodeProto& clamp = graph_->node(producer);
+      if ((clamp.op_type() == "Relu" || clamp.op_type() == "Clip") && clamp.domain().empty() && clamp.input_size() >= 1) {
+        const std::string dq_out = AddPair(q.tensor, clamp.input(0), scale, zp, -1, FirstUse(q));
+        onnx::NodeProto copy = clamp;
+        copy.set_name(Fresh(clamp.name() + "_after_DequantizeLinear"));
+        copy.set_input(0, dq_out);
+        copy.clear_output();
+        copy.add_output(Fresh(q.tensor + "_after_DequantizeLinear"));
+        const std::string out = copy.output(0);
+        editor_.InsertBefore(FirstUse(q), std::move(copy));
+        moved_clamps_.insert(clamp.name());
+        return out;
+      }
+    }
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
@@ -130,9 +142,9 @@ class Rewriter {
     }
     const std::string base = q.tensor;
     const std::string scale = Fresh(base + "_scale");
-    const std::string zp = options_.omit_zero_points ? "" : Fresh(base + "_zero_point");
+    const std::string zp = Fresh(base + "_zero_point");
     AddFloatInit(scale, scales, q.axis < 0);
-    if (!zp.empty()) AddZeroPoint(zp, scales.size(), q.axis < 0);
+    AddZeroPoint(zp, scales.size(), q.axis < 0);
     ++stats_.weight_tensors;
     const int before = FirstUse(q);
     if (!options_.dq_only) return AddPair(base, q.tensor, scale, zp, q.axis, before);
@@ -163,6 +175,21 @@ class Rewriter {
       bytes[i] = fp8_ ? static_cast<char>(QuantizeFloat8E4M3FN(values[i], s)) : static_cast<char>(QuantizeInt8(values[i], s));
     }
     return bytes;
+  }
+
+  // A Relu/Clip whose every reader now reads its copy after the DQ (activation_after_dq) is dead.
+  void DropUnreadClamps() {
+    if (moved_clamps_.empty()) return;
+    std::set<std::string> used;
+    onnxio::AddNodeReads(*graph_, &used);
+    for (const auto& o : graph_->output()) used.insert(o.name());
+    auto* nodes = graph_->mutable_node();
+    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
+                                [&](const onnx::NodeProto& n) {
+                                  return moved_clamps_.count(n.name()) > 0 && n.output_size() == 1 &&
+                                         used.count(n.output(0)) == 0;
+                                }),
+                 nodes->end());
   }
 
   // With dq_only the FP32 weights are replaced by INT8 copies; remove the originals (initializer
@@ -196,6 +223,7 @@ class Rewriter {
   bool fp8_;
   float qmax_;
   float weight_qmax_;  // qmax_, or 63 for reduce_range INT8 weights
+  std::set<std::string> moved_clamps_;  // Relu/Clip nodes copied after a DQ (activation_after_dq)
   RewriteStats stats_;
 };
 
