@@ -1,0 +1,94 @@
+#include "pipeline/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "calib/method.h"
+#include "onnx/onnx_library.h"
+#include "pipeline/activation_capture.h"
+#include "pipeline/prepared_model.h"
+#include "pipeline/run_digests.h"
+#include "ptqkit/error.h"
+#include "quant/model_placement.h"
+
+namespace ptqkit {
+namespace {
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+// The plan's tensors first (its subgraph tensors included), then every other tensor a main-graph
+// node reads that is not an initializer.
+std::vector<std::string> TensorsToCalibrate(onnx::ModelProto* model, const QuantizeOptions& o) {
+  const ModelPlacement plan(model, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize,
+                                    o.nodes_to_exclude, o.quantize_mode == "fp8"});
+  std::vector<std::string> tensors = plan.ActivationTensors();
+  std::set<std::string> seen(tensors.begin(), tensors.end());
+  std::set<std::string> constants;
+  for (const auto& t : model->graph().initializer()) constants.insert(t.name());
+  for (const auto& node : model->graph().node()) {
+    for (const auto& in : node.input()) {
+      if (in.empty() || constants.count(in) || !seen.insert(in).second) continue;
+      tensors.push_back(in);
+    }
+  }
+  return tensors;
+}
+
+}  // namespace
+
+shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpec& shard) {
+  if (o.onnx_path.empty()) throw Error("--onnx_path is required");
+  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8") {
+    throw Error(fmt::format("calibrate --quantize_mode '{}': tables are for int8 and fp8 (int4's awq search keeps "
+                            "per-block Gram matrices, not a calibration table)",
+                            o.quantize_mode));
+  }
+  const std::string method_name = o.calibration_method.empty() ? "mse" : o.calibration_method;
+  const calib::Method method = calib::ParseMethod(method_name);
+  for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
+
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);  // as quantize does: same tensor names
+  const std::vector<std::string> tensors = TensorsToCalibrate(&prepared.proto, o);
+  const CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
+
+  CaptureRequest request;
+  request.tensors = tensors;
+  request.histograms = method != calib::Method::kMax;
+  request.batch_size = data.batch_size;
+  request.num_batches = data.num_batches;
+  request.sliced = true;
+  std::tie(request.first_batch, request.end_batch) = shard::ContiguousSlice(data.num_batches, shard);
+  request.progress = o.progress;
+  CaptureResult captured = CaptureStatistics(prepared.proto, data.set, request, Runtime(o));
+
+  shard::CalibrationPart part;
+  part.shard = shard;
+  part.num_samples = captured.num_samples;
+  part.table = std::move(captured.table);
+  // Everything the numbers depend on; the slice itself is not part of it.
+  part.fingerprint = {
+      {"ptqkit_version", PTQKIT_VERSION},
+      {"model", ModelDigest(o.onnx_path, prepared.proto)},
+      {"quantize_mode", o.quantize_mode},
+      {"data", DataDigest(data.set)},
+      {"data_source", data.synthetic ? fmt::format("synthetic (seed {})", o.synthetic_seed) : "real"},
+      {"data_samples", std::to_string(std::min(data.set.num_samples(), data.num_batches * data.batch_size))},
+      {"batch_size", std::to_string(data.batch_size)},
+      {"histograms", request.histograms ? "yes" : "no (calibration_method max)"},
+      {"selectors", fmt::format("op_types_to_quantize=[{}] op_types_to_exclude=[{}] nodes_to_quantize=[{}] "
+                                "nodes_to_exclude=[{}]",
+                                Join(o.op_types_to_quantize), Join(o.op_types_to_exclude),
+                                Join(o.nodes_to_quantize), Join(o.nodes_to_exclude))},
+      {"execution_providers", Join(captured.providers)},
+  };
+  if (shard.count == 1) part.table.source = part.fingerprint;
+  return part;
+}
+
+}  // namespace ptqkit
