@@ -3,6 +3,7 @@
 //   ptqkit calibrate --onnx_path M --calibration_data_path D -o table.json           (whole)
 //   ptqkit calibrate --onnx_path M --calibration_data_path D --shard K/N -o part_K.json
 //   ptqkit calibrate --merge part_*.json -o table.json   (= the whole run's bytes, any N, any order)
+//   ... --for_sensitivity --granularity node   (the tensors of a sensitivity scan, not quantize's)
 //
 // The data and calibration options are quantize's, with the same names and defaults.
 #include <fmt/format.h>
@@ -80,6 +81,13 @@ Command RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "As quantize");
   cmd->add_option("--nodes_to_quantize", o->nodes_to_quantize, "As quantize");
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude, "As quantize");
+  auto scan = std::make_shared<SensitivityOptions>();
+  auto for_scan = std::make_shared<bool>(false);
+  cmd->add_flag("--for_sensitivity", *for_scan,
+                "Calibrate the tensors of a sensitivity scan (--granularity, --op_types_scope; precision = "
+                "--quantize_mode) instead of quantize's plan, for `sensitivity --calibration_cache`");
+  cmd->add_option("--granularity", scan->granularity, "With --for_sensitivity: op_type | node")->capture_default_str();
+  cmd->add_option("--op_types_scope", scan->op_types_scope, "With --for_sensitivity: the scan's op types");
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
   cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
 
@@ -104,7 +112,8 @@ Command RegisterCalibrate(CLI::App& app) {
     {
       ProgressBar bar("calibrating");
       o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
-      part = Calibrate(*o, spec);
+      scan->target_precision = o->quantize_mode;
+      part = Calibrate(*o, spec, *for_scan ? scan.get() : nullptr);
       o->progress = nullptr;
     }
     if (sharded) shard::SaveCalibrationPart(part, path);

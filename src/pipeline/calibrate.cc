@@ -8,7 +8,9 @@
 #include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/prepared_model.h"
+#include "pipeline/probe_eval.h"
 #include "pipeline/run_digests.h"
+#include "pipeline/sensitivity_shard.h"
 #include "ptqkit/error.h"
 #include "quant/model_placement.h"
 
@@ -21,27 +23,15 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
-// The plan's tensors first (its subgraph tensors included), then every other tensor a main-graph
-// node reads that is not an initializer.
-std::vector<std::string> TensorsToCalibrate(onnx::ModelProto* model, const QuantizeOptions& o) {
-  const ModelPlacement plan(model, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize,
-                                    o.nodes_to_exclude, o.quantize_mode == "fp8"});
-  std::vector<std::string> tensors = plan.ActivationTensors();
-  std::set<std::string> seen(tensors.begin(), tensors.end());
-  std::set<std::string> constants;
-  for (const auto& t : model->graph().initializer()) constants.insert(t.name());
-  for (const auto& node : model->graph().node()) {
-    for (const auto& in : node.input()) {
-      if (in.empty() || constants.count(in) || !seen.insert(in).second) continue;
-      tensors.push_back(in);
-    }
-  }
-  return tensors;
+PlacementOptions PlanOptions(const QuantizeOptions& o) {
+  return {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
+          o.quantize_mode == "fp8"};
 }
 
 }  // namespace
 
-shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpec& shard) {
+shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpec& shard,
+                                 const SensitivityOptions* for_scan) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
   if (o.quantize_mode != "int8" && o.quantize_mode != "fp8") {
     throw Error(fmt::format("calibrate --quantize_mode '{}': tables are for int8 and fp8 (int4's awq search keeps "
@@ -54,8 +44,22 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);  // as quantize does: same tensor names
-  const std::vector<std::string> tensors = TensorsToCalibrate(&prepared.proto, o);
-  const CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
+  const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)
+                                                    : ModelPlacement(&prepared.proto, PlanOptions(o)).ActivationTensors();
+  const std::string purpose =
+      for_scan ? fmt::format("sensitivity scan: granularity={} op_types_scope=[{}]", for_scan->granularity,
+                             Join(for_scan->op_types_scope))
+               : fmt::format("quantize plan: op_types_to_quantize=[{}] op_types_to_exclude=[{}] nodes_to_quantize=[{}] "
+                             "nodes_to_exclude=[{}]",
+                             Join(o.op_types_to_quantize), Join(o.op_types_to_exclude), Join(o.nodes_to_quantize),
+                             Join(o.nodes_to_exclude));
+  DataRequest data_request = CalibrationRequest(o);
+  // The batches a scan calibrates in (sensitivity_scan.cc), so that ONNX Runtime computes the very
+  // same activations (statistics do not depend on batching, kernels may in the last bit).
+  if (for_scan && HasDynamicBatch(prepared) && data_request.batch_size == 0 && data_request.shapes.empty()) {
+    data_request.batch_size = kEvalBatchForDynamicModels;
+  }
+  const CalibrationData data = OpenCalibrationData(prepared, data_request);
 
   CaptureRequest request;
   request.tensors = tensors;
@@ -81,10 +85,7 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
       {"data_samples", std::to_string(std::min(data.set.num_samples(), data.num_batches * data.batch_size))},
       {"batch_size", std::to_string(data.batch_size)},
       {"histograms", request.histograms ? "yes" : "no (calibration_method max)"},
-      {"selectors", fmt::format("op_types_to_quantize=[{}] op_types_to_exclude=[{}] nodes_to_quantize=[{}] "
-                                "nodes_to_exclude=[{}]",
-                                Join(o.op_types_to_quantize), Join(o.op_types_to_exclude),
-                                Join(o.nodes_to_quantize), Join(o.nodes_to_exclude))},
+      {"tensors", purpose},
       {"execution_providers", Join(captured.providers)},
   };
   if (shard.count == 1) part.table.source = part.fingerprint;

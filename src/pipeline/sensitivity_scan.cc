@@ -400,6 +400,14 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
 
 }  // namespace
 
+std::vector<std::string> ScanCalibrationTensors(const onnx::ModelProto& model, const SensitivityOptions& o) {
+  const GraphIndex index(model.graph());
+  std::set<std::string> wanted;
+  for (const auto& p : MakeProbes(index, o))
+    for (const auto& t : p.plan.ActivationTensors()) wanted.insert(t);
+  return {wanted.begin(), wanted.end()};
+}
+
 sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   if (o.shard_count != 1) throw Error("ScoreSensitivity scores every target; use ScoreSensitivityShard for a shard");
   return Scan(o, false).result;
