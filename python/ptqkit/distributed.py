@@ -114,8 +114,11 @@ def score(
             retry_exceptions=[OSError])
 
         # 1. calibration shards -> one table, merged on the driver.
-        calib_args = ["calibrate", "--calibration_method", calibration_method,
-                      "--quantize_mode", target_precision,
+        scope = _options.names(op_types_scope, "op_types_scope")
+        scope_args = ["--op_types_scope", *scope] if scope else []
+        # --for_sensitivity: the table observes exactly the scan's tensors (see pipeline/calibrate.h).
+        calib_args = ["calibrate", "--for_sensitivity", "--granularity", granularity, *scope_args,
+                      "--calibration_method", calibration_method, "--quantize_mode", target_precision,
                       "--num_synthetic_samples", str(int(num_calib_samples)), *common]
         parts = _run_stage(ray, remote, "calibration", n_calib, model, data, None, calib_args, "-o",
                            report_progress, _task_hook)
@@ -128,10 +131,7 @@ def score(
         probe_args = ["sensitivity", "--granularity", granularity, "--metric", metric,
                       "--target_precision", target_precision, "--calibration_method", calibration_method,
                       "--num_calib_samples", str(int(num_calib_samples)),
-                      "--activation_cache_limit_mb", str(int(activation_cache_limit_mb)), *common]
-        scope = _options.names(op_types_scope, "op_types_scope")
-        if scope:
-            probe_args += ["--op_types_scope", *scope]
+                      "--activation_cache_limit_mb", str(int(activation_cache_limit_mb)), *scope_args, *common]
         parts = _run_stage(ray, remote, "probes", n_probe, model, data, table, probe_args, "--output_json",
                            report_progress, _task_hook)
         merged_path = os.path.join(scratch, "merged.json")

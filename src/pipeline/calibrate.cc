@@ -41,6 +41,9 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   const std::string method_name = o.calibration_method.empty() ? "mse" : o.calibration_method;
   const calib::Method method = calib::ParseMethod(method_name);
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
+  if (for_scan && for_scan->granularity != "op_type" && for_scan->granularity != "node") {
+    throw Error(fmt::format("unknown --granularity '{}' (expected op_type or node)", for_scan->granularity));
+  }
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);  // as quantize does: same tensor names
