@@ -46,20 +46,27 @@ def build_model(path: str, layers: int, width: int, seed: int = 0) -> None:
     nodes.append(helper.make_node("MatMul", [x, "head"], ["logits"], name="/head/MatMul"))
     graph = helper.make_graph(nodes, "deep_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
 
 
 def run(cmd) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+CPU_SECONDS = []  # CPU time (user + sys) of every process parallel() ran, in order
+
+
 def parallel(cmds) -> float:
+    """Runs the commands at once; returns the wall time and records each one's CPU time (on a
+    loaded machine, wall >> CPU shows that the workers waited for cores, not for each other)."""
     start = time.perf_counter()
-    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for c in cmds]
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in cmds]
     for p, c in zip(procs, cmds):
-        _, err = p.communicate()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode:
-            raise RuntimeError(f"{c} failed: {err}")
+            raise RuntimeError(f"{c} failed with exit code {p.returncode}")
+        CPU_SECONDS.append(usage.ru_utime + usage.ru_stime)
     return time.perf_counter() - start
 
 
@@ -71,6 +78,7 @@ def sharded(ptqkit, model, data, n, work) -> dict:
     start = time.perf_counter()
     run([ptqkit, "calibrate", "--merge", *[f"{work}/c{n}.{k}.json" for k in range(n)], "-o", f"{work}/t{n}.json"])
     t["merge_table"] = time.perf_counter() - start
+    del CPU_SECONDS[:]
     t["probe_shards"] = parallel([[ptqkit, "sensitivity", *common, "--granularity", "node", "--calibration_cache",
                                    f"{work}/t{n}.json", "--shard", f"{k}/{n}", "--output_json",
                                    f"{work}/s{n}.{k}.json"] for k in range(n)])
@@ -80,6 +88,7 @@ def sharded(ptqkit, model, data, n, work) -> dict:
     t["merge_scores"] = time.perf_counter() - start
     t["total"] = sum(t.values())
     t["shards"] = [json.load(open(f"{work}/s{n}.{k}.json"))["result"]["timings"] for k in range(n)]
+    t["shard_cpu"] = list(CPU_SECONDS)
     t["result"] = json.load(open(f"{work}/m{n}.json"))
     return t
 
@@ -117,8 +126,8 @@ def main() -> None:
               f"{t['merge_table']:.2f} + probe shards {t['probe_shards']:.2f} + merge {t['merge_scores']:.2f}; "
               f"merged scores identical to single process: {same}")
         for k, s in enumerate(t["shards"]):
-            print(f"    shard {k}/{n}: reference {s['reference_s']:.2f} s, probes {s['probes_s']:.2f} s, "
-                  f"total {s['total_s']:.2f} s")
+            print(f"    shard {k}/{n}: ranges {s['calibration_s']:.2f} s, reference {s['reference_s']:.2f} s, "
+                  f"probes {s['probes_s']:.2f} s, total {s['total_s']:.2f} s; process CPU {t['shard_cpu'][k]:.2f} s")
 
     # Fit from the 1-worker run: C (calibrate wall), M (both merges), R (reference), P (probes),
     # S (a probe shard's remaining time: process start, model load, planning, data digest).

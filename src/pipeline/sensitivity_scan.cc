@@ -230,8 +230,15 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
     if (table.tensors.count(t)) continue;
     for (auto& p : probes) p.plan.DropTensor(t, index, "input is not a float tensor");
   }
+  // Ranges only for the tensors this shard's probes quantize: the mse/entropy searches cost
+  // milliseconds per tensor, a fixed cost per shard that would not shrink with N otherwise.
+  std::set<std::string> ranged;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (!shard::OwnsStrided(static_cast<int64_t>(i), spec)) continue;
+    for (const auto& t : probes[i].plan.ActivationTensors()) ranged.insert(t);
+  }
   std::map<std::string, float> amax;
-  for (const auto& t : wanted) {
+  for (const auto& t : ranged) {
     auto it = table.tensors.find(t);
     if (it != table.tensors.end()) {
       amax[t] = calib::ComputeAmax(it->second, method, 99.999, fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8);
