@@ -6,12 +6,13 @@ Builds a deep residual MLP with >= 200 scan targets, then times
     thread: `calibrate --for_sensitivity --shard K/N` (in parallel), `calibrate --merge`,
     `sensitivity --shard K/N --calibration_cache T` (in parallel), `sensitivity --merge`;
 and checks that the merged scores equal the single-process ones. From the measured parts it fits
-    T(N) = C / N + M + S + R + P / N
-(C: calibration over all batches, M: the two merges, S: a shard's fixed start-up (model load,
-probe planning), R: the FP32 reference every probe shard recomputes, P: all probes of the scan)
+    T(N) = C / N + M + F + R + (A + P) / N
+(C: calibration over all batches, M: the two merges, F: a probe shard's fixed start-up (process,
+model load, probe planning, digests), R: the FP32 reference every probe shard recomputes, A: the
+range searches, P: all probes of the scan)
 and prints T(N) for larger N. Measures, never asserts.
 
-    .deps/venv/bin/python bench/sharded_scan.py --ptqkit build/ptqkit [--layers 60] [--workdir DIR]
+    .deps/venv/bin/python bench/sharded_scan.py --ptqkit build/ptqkit [--layers 50 --width 512 --samples 128] [--workdir DIR]
 """
 from __future__ import annotations
 
@@ -96,8 +97,8 @@ def sharded(ptqkit, model, data, n, work) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ptqkit", default="build/ptqkit")
-    ap.add_argument("--layers", type=int, default=60)
-    ap.add_argument("--width", type=int, default=384)
+    ap.add_argument("--layers", type=int, default=50)
+    ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--samples", type=int, default=128)
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
@@ -129,19 +130,23 @@ def main() -> None:
             print(f"    shard {k}/{n}: ranges {s['calibration_s']:.2f} s, reference {s['reference_s']:.2f} s, "
                   f"probes {s['probes_s']:.2f} s, total {s['total_s']:.2f} s; process CPU {t['shard_cpu'][k]:.2f} s")
 
-    # Fit from the 1-worker run: C (calibrate wall), M (both merges), R (reference), P (probes),
-    # S (a probe shard's remaining time: process start, model load, planning, data digest).
+    # Fit from the 1-worker run. Per probe shard: A (ranges: the mse/entropy searches for its own
+    # probes' tensors) and P (its probes) shrink as 1/N; R (the FP32 reference) and F (the rest:
+    # process start, model load, probe planning, model and data digests) do not. Calibration C
+    # shrinks as 1/N; the merges M do not.
     one = runs[1]
     s = one["shards"][0]
     C, M = one["calibrate"], one["merge_table"] + one["merge_scores"]
-    R, P = s["reference_s"], s["probes_s"]
-    S = one["probe_shards"] - R - P
-    model_t = lambda n: C / n + M + S + R + P / n  # noqa: E731
-    print(f"model T(N) = C/N + M + S + R + P/N with C={C:.2f} M={M:.2f} S={S:.2f} R={R:.2f} P={P:.2f} s")
-    print(f"    predicted T(2) = {model_t(2):.2f} s, measured {runs[2]['total']:.2f} s")
+    A, R, P = s["calibration_s"], s["reference_s"], s["probes_s"]
+    F = one["probe_shards"] - A - R - P
+    model_t = lambda n: C / n + M + F + R + (A + P) / n  # noqa: E731
+    probes2 = [x["probes_s"] for x in runs[2]["shards"]]
+    print(f"model T(N) = C/N + M + F + R + (A + P)/N with C={C:.2f} M={M:.2f} F={F:.2f} R={R:.2f} "
+          f"A={A:.2f} P={P:.2f} s")
+    print(f"    predicted T(2) = {model_t(2):.2f} s, measured {runs[2]['total']:.2f} s; slowest of 2 probe shards "
+          f"{max(probes2):.2f} s vs mean {sum(probes2) / 2:.2f} s (strided split)")
     for n in (1, 2, 4, 8, 16, 32, 64):
         print(f"    N={n:>2}: {model_t(n):7.2f} s  (speed-up {model_t(1) / model_t(n):.1f}x over 1 worker)")
-
 
 if __name__ == "__main__":
     main()

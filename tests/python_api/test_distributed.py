@@ -67,3 +67,36 @@ def test_a_failing_shard_names_itself(transformer, transformer_npz):
     with pytest.raises(ptqkit.distributed.ShardFailed, match=r"probes shard 0/1 .*metric"):
         ptqkit.distributed.score(transformer, str(transformer_npz), metric="nonsense", num_probe_shards=1,
                                  progress=False)
+
+
+def test_an_existing_cluster_by_address(tmp_path):
+    """A cluster started elsewhere (here: another process, 1 CPU) reached by address= from a driver
+    that has not called ray.init(). Both run as subprocesses: this process already holds a cluster."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # a throwaway local cluster: no token
+    head = subprocess.Popen([sys.executable, "-c", (
+        "import ray, sys, time\n"
+        "ray.init(num_cpus=1, include_dashboard=False)\n"
+        "print(ray.get_runtime_context().gcs_address, flush=True)\n"
+        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=env)
+    try:
+        address = head.stdout.readline().strip()
+        assert address, "the head process did not start a cluster"
+        driver = (
+            "import json, sys, ptqkit.distributed, ptqkit.sensitivity\n"
+            "m, d = sys.argv[1], sys.argv[2]\n"
+            "r = ptqkit.distributed.score(m, d, granularity='node', address=sys.argv[3], progress=False)\n"
+            "e = ptqkit.sensitivity.score(m, d, granularity='node')\n"
+            "r.pop('timings'); e.pop('timings')\n"
+            "print('SAME' if r == e else 'DIFFERENT')\n")
+        examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+        out = subprocess.run([sys.executable, "-c", driver, os.path.join(examples, "resnet_tiny.onnx"),
+                              os.path.join(examples, "calib.npy"), address], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.stdout.strip().endswith("SAME"), out.stderr[-2000:]
+    finally:
+        head.stdin.close()
+        head.wait(timeout=60)
