@@ -205,9 +205,10 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   const std::string model_digest =
       sharded || !o.calibration_cache.empty() ? ModelDigest(o.onnx_path, prepared.proto) : "";
 
-  // One calibration pass over the union of every probe's activation tensors (every shard
-  // calibrates them all: the ranges of a scale group can span targets of several shards), or the
-  // ranges of a table calibrated earlier.
+  // One calibration pass over the union of every probe's activation tensors, or a table calibrated
+  // earlier on exactly that union (`calibrate --for_sensitivity`). A shard observes the whole union
+  // too, not only its own probes' tensors: ONNX Runtime fuses differently when other tensors are
+  // graph outputs, and the activations would then differ from a whole scan's in the last bit.
   const auto calib_start = Clock::now();
   std::set<std::string> wanted;
   for (const auto& p : probes)
