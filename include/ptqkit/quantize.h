@@ -50,6 +50,15 @@ struct QuantizeOptions {
 
   bool dq_only = false;
 
+  // The runtime the output is for. "trt" (default): TensorRT's explicit-quantization patterns.
+  // "ort_cpu": the same placement in the form ONNX Runtime's CPU graph optimizations handle as
+  // intended — FP8 Q/DQ without zero points (QuantizeLinear's output_dtype, opset raised to 21),
+  // because ONNX Runtime's Relu/Clip + QuantizeLinear rewrites misread FP8 zero points.
+  std::string target_runtime = "trt";
+  // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
+  // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
+  bool reduce_range = false;
+
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
   // awq_clip search tries alpha = 1 - s * awqclip_alpha_step down to awqclip_alpha_min.
@@ -62,11 +71,74 @@ struct QuantizeOptions {
   bool direct_io_types = false;  // fp16/bf16: graph inputs/outputs change type (no boundary Casts)
   bool use_external_data_format = false;
 
+  // The loss report: the last `eval_samples` samples of the calibration data are held out of the
+  // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
+  int64_t eval_samples = 16;
+  std::string report_json;  // write the run's report (loss included) as JSON here
+  // Accuracy budget (int8/fp8, needs held-out samples): when >= 0, keep in float the fewest
+  // nodes, in the order of a node sensitivity scan, such that the divergence from FP32 on the
+  // held-out samples is at most this (see pipeline/accuracy_budget.h). Metric: kl_div | mse | cos
+  // (summed over outputs of the per-sample mean, like the scan) | top1 (largest top-1
+  // disagreement over outputs, 0..1).
+  double accuracy_budget = -1.0;
+  std::string accuracy_budget_metric = "cos";
+
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
   std::string calibration_cache;       // read it from here instead of calibrating
 
   // Called after each calibration batch with (batches done, total batches).
   std::function<void(int64_t, int64_t)> progress;
+};
+
+// What quantization cost on one graph output, quantized vs FP32 on the same samples.
+struct OutputLoss {
+  std::string output;
+  int64_t samples = 0;
+  bool is_float = true;
+  double cosine_mean = 1.0;  // per-sample cosine similarity (float outputs)
+  double cosine_min = 1.0;
+  double relative_rmse = 0.0;  // ||q - r|| / ||r|| over all values
+  double max_abs_diff = 0.0;
+  std::optional<double> top1_agreement;  // rank-2/3 float outputs: argmax over the last axis
+  std::optional<double> exact_match;     // non-float outputs: samples exactly equal
+  int64_t non_finite = 0;                // NaN/Inf values in the quantized output
+};
+
+// A quantized activation and its estimated quantization error from the calibration histogram:
+// the mean over nonzero values of |x - QDQ(x)| / |x| with its final amax (clipping and values
+// rounded to zero alike), and the share of values beyond the amax. The loss report's likely
+// culprits are the largest of these.
+struct TensorClipping {
+  std::string tensor;
+  double relative_error = 0.0;
+  double clipped_fraction = 0.0;
+  float amax = 0.0f;
+  float absmax = 0.0f;
+};
+
+// The loss report of a quantize run (QuantizeOptions::eval_samples).
+struct LossReport {
+  bool evaluated = false;
+  std::string not_evaluated_because;  // when !evaluated
+  int64_t samples = 0;
+  bool held_out = false;   // the samples were not used for calibration
+  bool synthetic = false;  // ... and they are synthetic data
+  std::string ort_level;   // ONNX Runtime level the quantized model ran at: "basic" | "default"
+  std::vector<OutputLoss> outputs;
+  std::vector<TensorClipping> culprits;  // largest relative_error first, at most 5
+  std::string warning;                   // non-empty when the loss passed a warning threshold
+};
+
+// The accuracy-budget search of a quantize run (QuantizeOptions::accuracy_budget).
+struct AccuracyBudgetReport {
+  bool used = false;
+  std::string metric;  // kl_div | mse | cos | top1
+  double budget = 0.0;
+  bool met = false;
+  int64_t ranked_nodes = 0;                       // nodes in the sensitivity ranking
+  std::vector<std::string> excluded_nodes;        // kept in float by the search, most sensitive first
+  std::vector<std::pair<int64_t, double>> curve;  // (nodes excluded, divergence), in evaluation order
+  int64_t evaluations = 0;                        // full quantize + evaluate runs of the search
 };
 
 struct QuantizeReport {
@@ -84,6 +156,8 @@ struct QuantizeReport {
   double calibration_seconds = 0.0;
   double total_seconds = 0.0;
   std::vector<std::string> execution_providers;
+  LossReport loss;
+  AccuracyBudgetReport accuracy_budget;
 };
 
 // Throws ptqkit::Error with a one-line message naming what is wrong.

@@ -25,6 +25,8 @@ def quantize(
     nodes_to_quantize=None,
     nodes_to_exclude=None,
     dq_only: bool = False,
+    target_runtime: str = "trt",
+    reduce_range: bool = False,
     block_size: int = 128,
     use_zero_point: bool = False,
     awqclip_alpha_step: float = 0.05,
@@ -45,6 +47,10 @@ def quantize(
     save_calibration_cache=None,
     calibration_cache=None,
     log_file=None,
+    eval_samples: int = 16,
+    report_json=None,
+    accuracy_budget=None,
+    accuracy_budget_metric: str = "cos",
 ) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
@@ -59,7 +65,9 @@ def quantize(
     Other options: see `python -m ptqkit --help`.
 
     Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
-    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ...
+    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ..., and "loss": the
+    quantized vs FP32 comparison on held-out calibration samples (per output cosine_mean,
+    top1_agreement, ...; culprits; warning), the same as --report_json's "loss".
     Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
     """
     data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
@@ -84,12 +92,19 @@ def quantize(
     o.nodes_to_quantize = _options.names(nodes_to_quantize, "nodes_to_quantize")
     o.nodes_to_exclude = _options.names(nodes_to_exclude, "nodes_to_exclude")
     o.dq_only = bool(dq_only)
+    o.target_runtime = target_runtime
+    o.reduce_range = bool(reduce_range)
     _set_int4(o, block_size=int(block_size), use_zero_point=bool(use_zero_point),
               awqclip_alpha_step=float(awqclip_alpha_step), awqclip_alpha_min=float(awqclip_alpha_min))
     o.high_precision_dtype = high_precision_dtype
     o.op_types_to_exclude_fp16 = _options.names(op_types_to_exclude_fp16, "op_types_to_exclude_fp16")
     o.direct_io_types = bool(direct_io_types)
     o.use_external_data_format = bool(use_external_data_format)
+    o.eval_samples = int(eval_samples)
+    o.report_json = _options.path(report_json)
+    if accuracy_budget is not None:  # None: no budget search
+        o.accuracy_budget = float(accuracy_budget)
+    o.accuracy_budget_metric = accuracy_budget_metric
     o.save_calibration_cache = _options.path(save_calibration_cache)
     o.calibration_cache = _options.path(calibration_cache)
 

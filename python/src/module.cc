@@ -21,6 +21,7 @@
 #include "cli/progress_bar.h"
 #include "cli_entry.h"
 #include "pipeline/model_inputs.h"
+#include "pipeline/report_json.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
@@ -117,6 +118,9 @@ py::dict ReportToDict(const QuantizeReport& r) {
   d["calibration_seconds"] = r.calibration_seconds;
   d["total_seconds"] = r.total_seconds;
   d["execution_providers"] = r.execution_providers;
+  // One JSON form of the loss report for --report_json and Python (pipeline/report_json.h).
+  d["loss"] = py::module_::import("json").attr("loads")(LossReportToJson(r.loss).dump());
+  d["accuracy_budget"] = py::module_::import("json").attr("loads")(AccuracyBudgetToJson(r.accuracy_budget).dump());
   return d;
 }
 
@@ -271,10 +275,16 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("nodes_to_quantize", &QuantizeOptions::nodes_to_quantize)
       .def_readwrite("nodes_to_exclude", &QuantizeOptions::nodes_to_exclude)
       .def_readwrite("dq_only", &QuantizeOptions::dq_only)
+      .def_readwrite("target_runtime", &QuantizeOptions::target_runtime)
+      .def_readwrite("reduce_range", &QuantizeOptions::reduce_range)
       .def_readwrite("high_precision_dtype", &QuantizeOptions::high_precision_dtype)
       .def_readwrite("op_types_to_exclude_fp16", &QuantizeOptions::op_types_to_exclude_fp16)
       .def_readwrite("direct_io_types", &QuantizeOptions::direct_io_types)
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
+      .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
+      .def_readwrite("report_json", &QuantizeOptions::report_json)
+      .def_readwrite("accuracy_budget", &QuantizeOptions::accuracy_budget)
+      .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
       .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
   BindInt4Options(options);

@@ -77,6 +77,10 @@ Command RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
   cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
       ->capture_default_str();
+  cmd->add_option("--eval_samples", o->eval_samples,
+                  "As quantize: the last samples its loss report holds out are left out of the table too "
+                  "(not with --for_sensitivity: a scan calibrates on every sample)")
+      ->capture_default_str();
   cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "As quantize: the plan whose tensors are kept");
   cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "As quantize");
   cmd->add_option("--nodes_to_quantize", o->nodes_to_quantize, "As quantize");

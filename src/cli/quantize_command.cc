@@ -12,6 +12,35 @@
 namespace ptqkit::cli {
 namespace {
 
+void PrintLoss(const LossReport& loss) {
+  if (!loss.evaluated) {
+    fmt::print("loss vs FP32: not measured ({})\n", loss.not_evaluated_because);
+    return;
+  }
+  fmt::print("loss vs FP32 on {} {}{} sample(s){}, ONNX Runtime {} level:\n", loss.samples,
+             loss.synthetic ? "SYNTHETIC " : "", loss.held_out ? "held-out" : "calibration",
+             loss.held_out ? "" : " (too few to hold out)", loss.ort_level);
+  for (const OutputLoss& o : loss.outputs) {
+    if (!o.is_float) {
+      fmt::print("  {:<24} exact match {:.1f}%\n", o.output, 100.0 * o.exact_match.value_or(1.0));
+      continue;
+    }
+    fmt::print("  {:<24} cosine {:.4f} (min {:.4f})  rel. RMSE {:.4f}{}{}\n", o.output, o.cosine_mean, o.cosine_min,
+               o.relative_rmse, o.top1_agreement ? fmt::format("  top-1 agreement {:.1f}%", 100.0 * *o.top1_agreement) : "",
+               o.non_finite > 0 ? fmt::format("  {} NaN/Inf", o.non_finite) : "");
+  }
+  if (!loss.warning.empty()) fmt::print("  WARNING: {}\n", loss.warning);
+}
+
+void PrintBudget(const AccuracyBudgetReport& b) {
+  if (!b.used) return;
+  fmt::print("accuracy budget: {} <= {} {} with {} node(s) in float ({} ranked by sensitivity; {} full evaluation(s))\n",
+             b.metric, b.budget, b.met ? "met" : "NOT met", b.excluded_nodes.size(),
+             b.ranked_nodes, b.evaluations);
+  for (const auto& [k, d] : b.curve) fmt::print("  {:>6} in float -> {} {:.6g}\n", k, b.metric, d);
+  for (const auto& node : b.excluded_nodes) fmt::print("  kept in float: {}\n", node);
+}
+
 void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   fmt::print("Wrote {}\n", r.output_path);
   if (r.calibration_method == "rtn") {
@@ -34,6 +63,8 @@ void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   size_t width = 0;
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());
   for (const auto& [node, why] : r.left_in_float) fmt::print("  {:<{}}  {}\n", node, width, why);
+  PrintBudget(r.accuracy_budget);
+  PrintLoss(r.loss);
   fmt::print("total: {:.3f} s\n", r.total_seconds);
 }
 
@@ -77,6 +108,12 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
                   "Keep these nodes in float: exact names, or regexes matched from the start of the name");
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
+  cmd->add_option("--target_runtime", o->target_runtime,
+                  "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's "
+                  "CPU optimizations compute correctly, opset 21)")
+      ->capture_default_str();
+  cmd->add_flag("--reduce_range", o->reduce_range,
+                "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)");
   cmd->add_option("--block_size", o->block_size, "int4: weights per scale along K (-1: one block per output channel)")
       ->capture_default_str();
   cmd->add_flag("--use_zero_point", o->use_zero_point, "int4: asymmetric UINT4 weights with zero points");
@@ -92,6 +129,18 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_flag("--direct_io_types", o->direct_io_types,
                 "With fp16/bf16: change the graph inputs/outputs to that type instead of adding Casts");
   cmd->add_flag("--use_external_data_format", o->use_external_data_format, "Write weights to <output>.data");
+  cmd->add_option("--eval_samples", o->eval_samples,
+                  "Loss report: hold out the last N calibration samples (at most a quarter) and compare the "
+                  "quantized model with FP32 on them (0 = no report)")
+      ->capture_default_str();
+  cmd->add_option("--accuracy_budget", o->accuracy_budget,
+                  "Keep in float the fewest nodes (ranked by a node sensitivity scan) such that the divergence "
+                  "from FP32 on the held-out samples is at most this (see --accuracy_budget_metric)");
+  cmd->add_option("--accuracy_budget_metric", o->accuracy_budget_metric,
+                  "cos | kl_div | mse (summed over outputs of the per-sample mean) | top1 (largest top-1 "
+                  "disagreement, 0..1)")
+      ->capture_default_str();
+  cmd->add_option("--report_json", o->report_json, "Write the run's report (loss included) as JSON here");
   cmd->add_option("--save_calibration_cache", o->save_calibration_cache, "Write the calibration table (JSON) here");
   cmd->add_option("--calibration_cache", o->calibration_cache, "Read the calibration table (JSON) instead of calibrating");
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();

@@ -382,13 +382,29 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     impl_->inputs.insert(std::move(node));
   }
   impl_->num_samples = samples;
+  impl_->window_begin = 0;
+  impl_->window_end = samples;
   impl_->validated = true;
+}
+
+int64_t CalibrationSet::total_samples() const {
+  if (!impl_->validated)
+    throw Error("internal: CalibrationSet::total_samples() called before Validate()");
+  return impl_->num_samples;
 }
 
 int64_t CalibrationSet::num_samples() const {
   if (!impl_->validated)
     throw Error("internal: CalibrationSet::num_samples() called before Validate()");
-  return impl_->num_samples;
+  return impl_->window_end - impl_->window_begin;
+}
+
+void CalibrationSet::SetWindow(int64_t begin, int64_t end) {
+  if (!impl_->validated || begin < 0 || begin > end || end > impl_->num_samples) {
+    throw Error(fmt::format("internal: sample window [{}, {}) of {} samples", begin, end, impl_->num_samples));
+  }
+  impl_->window_begin = begin;
+  impl_->window_end = end;
 }
 
 int64_t CalibrationSet::NumBatches(int64_t batch_size) const {
@@ -402,8 +418,8 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
     throw Error(fmt::format("internal: batch {} out of range ({} batches of {})", index, batches,
                             batch_size));
   }
-  const int64_t begin = index * batch_size;
-  const int64_t end = std::min(impl_->num_samples, begin + batch_size);
+  const int64_t begin = impl_->window_begin + index * batch_size;
+  const int64_t end = std::min(impl_->window_end, begin + batch_size);
   Batch batch;
   for (const auto& [name, input] : impl_->inputs) {
     HostTensor tensor;

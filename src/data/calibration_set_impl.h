@@ -48,6 +48,7 @@ struct CalibrationSet::Impl {
   std::map<std::string, Input> inputs;
   bool validated = false;
   int64_t num_samples = 0;
+  int64_t window_begin = 0, window_end = 0;  // CalibrationSet::SetWindow
 };
 
 }  // namespace ptqkit

@@ -262,6 +262,7 @@ CalibrationSet CalibrationSet::Synthetic(
         spec.dtype, std::move(shape), spec.name, seed));
   }
   impl->num_samples = num_samples;
+  impl->window_end = num_samples;
   impl->validated = !inputs.empty();
   return CalibrationSet(std::move(impl));
 }

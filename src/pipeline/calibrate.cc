@@ -7,6 +7,7 @@
 #include "calib/method.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
+#include "pipeline/loss_measurement.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/probe_eval.h"
 #include "pipeline/run_digests.h"
@@ -62,7 +63,11 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   if (for_scan && HasDynamicBatch(prepared) && data_request.batch_size == 0 && data_request.shapes.empty()) {
     data_request.batch_size = kEvalBatchForDynamicModels;
   }
-  const CalibrationData data = OpenCalibrationData(prepared, data_request);
+  CalibrationData data = OpenCalibrationData(prepared, data_request);
+  const std::string data_digest = DataDigest(data.set);  // of every sample, before any window
+  // quantize calibrates on all but the samples its loss report holds out (--eval_samples); a table
+  // for quantize leaves out the same ones. A scan calibrates on every sample.
+  if (!for_scan) UseCalibrationSamples(&data, SplitForEvaluation(data, o.eval_samples));
 
   CaptureRequest request;
   request.tensors = tensors;
@@ -83,9 +88,10 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
       {"ptqkit_version", PTQKIT_VERSION},
       {"model", ModelDigest(o.onnx_path, prepared.proto)},
       {"quantize_mode", o.quantize_mode},
-      {"data", DataDigest(data.set)},
+      {"data", data_digest},
       {"data_source", data.synthetic ? fmt::format("synthetic (seed {})", o.synthetic_seed) : "real"},
-      {"data_samples", std::to_string(std::min(data.set.num_samples(), data.num_batches * data.batch_size))},
+      {"data_samples", std::to_string(data.set.total_samples())},
+      {"calibration_samples", std::to_string(std::min(data.set.num_samples(), data.num_batches * data.batch_size))},
       {"batch_size", std::to_string(data.batch_size)},
       {"histograms", request.histograms ? "yes" : "no (calibration_method max)"},
       {"tensors", purpose},

@@ -1,26 +1,39 @@
 #include "pipeline/model_output.h"
 
+#include "base/atomic_file.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "pipeline/report_json.h"
 #include "quant/fp16_conversion.h"
 
 namespace ptqkit {
 
-void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {
-  if (o.high_precision_dtype != "fp32") {
-    LowPrecisionOptions low;
-    low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
-    low.op_types_to_exclude = o.op_types_to_exclude_fp16;
-    low.direct_io_types = o.direct_io_types;
-    ConvertToLowPrecision(model, low);
-    report->output_opset = onnxio::DefaultOpset(*model);
-  }
+void ConvertPrecision(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {
+  if (o.high_precision_dtype == "fp32") return;
+  LowPrecisionOptions low;
+  low.type = o.high_precision_dtype == "fp16" ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
+  low.op_types_to_exclude = o.op_types_to_exclude_fp16;
+  low.direct_io_types = o.direct_io_types;
+  ConvertToLowPrecision(model, low);
+  report->output_opset = onnxio::DefaultOpset(*model);
+}
+
+void CheckAndSave(onnx::ModelProto* model, const QuantizeOptions& o, const QuantizeReport& report) {
   // The library's checker sees every model ptqkit writes: one that fails it is never written.
-  onnxio::CheckOutputModel(model, report->output_path);
+  onnxio::CheckOutputModel(model, report.output_path);
+  // The report is staged first and committed after the model, so a failed save leaves neither.
+  AtomicFileWriter report_file;
+  if (!o.report_json.empty()) report_file.Stage(o.report_json, QuantizeReportToJson(report).dump(2) + "\n");
   onnxio::SaveOptions save;
   save.external_data = o.use_external_data_format;
-  onnxio::SaveModel(*model, report->output_path, save);
+  onnxio::SaveModel(*model, report.output_path, save);
+  report_file.Commit();
+}
+
+void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {
+  ConvertPrecision(model, o, report);
+  CheckAndSave(model, o, *report);
 }
 
 }  // namespace ptqkit

@@ -8,8 +8,13 @@
 
 namespace ptqkit {
 
-// Updates report->output_opset when the conversion raises it. Throws ptqkit::Error; on error
-// nothing is written.
+// --high_precision_dtype: converts what was left in float. Updates report->output_opset when the
+// conversion raises it.
+void ConvertPrecision(onnx::ModelProto* model, const QuantizeOptions& options, QuantizeReport* report);
+// Checks the model with the ONNX library and writes it (and --report_json). Throws ptqkit::Error;
+// on error nothing is written.
+void CheckAndSave(onnx::ModelProto* model, const QuantizeOptions& options, const QuantizeReport& report);
+// Both, in that order.
 void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& options, QuantizeReport* report);
 
 }  // namespace ptqkit

@@ -36,7 +36,7 @@ CalibrationData OpenCalibrationData(const PreparedModel& model, const DataReques
     if (request.tensors) return CalibrationSet::FromTensors(*request.tensors);
     if (!request.path.empty()) return CalibrationSet::FromPath(request.path);
     return CalibrationSet::Synthetic(model.inputs, request.synthetic_samples, request.synthetic_seed, request.shapes);
-  }(), false, 1, 0, {}};
+  }(), false, 1, 0, false, {}};
   data.synthetic = !request.tensors && request.path.empty();
   if (data.synthetic) {
     log::Warn("no calibration data given: using {} seeded synthetic samples (float inputs ~ N(0,1)); results are "
@@ -52,6 +52,7 @@ CalibrationData OpenCalibrationData(const PreparedModel& model, const DataReques
     const int64_t axis = data.sample_axes.at(in.name);
     fixed_batch |= axis >= 0 && axis < static_cast<int64_t>(in.shape.size()) && in.shape[axis] > 0;
   }
+  data.fixed_batch = fixed_batch;
   const int64_t remainder = data.set.num_samples() % data.batch_size;
   if (fixed_batch && remainder != 0) {
     data.num_batches = data.set.num_samples() / data.batch_size;

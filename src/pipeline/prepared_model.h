@@ -41,6 +41,7 @@ struct CalibrationData {
   bool synthetic = false;
   int64_t batch_size = 1;
   int64_t num_batches = 0;  // batches to use (a fixed model batch may leave a remainder out)
+  bool fixed_batch = false;  // the model's batch size is fixed: only whole batches can run
   std::map<std::string, int64_t> sample_axes;  // model input -> axis its samples lie along; -1 = fixed
 };
 

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "base/log.h"
@@ -12,12 +14,17 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "evaluate/output_agreement.h"
+#include "pipeline/accuracy_budget.h"
 #include "pipeline/activation_capture.h"
+#include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
+#include "ptqkit/sensitivity.h"
+#include "sensitivity/rank_order.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -49,6 +56,15 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
   }
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  if (o.accuracy_budget >= 0) evaluate::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
+  if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
+  if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
+  if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
+    throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
+  }
+  if (o.reduce_range && o.quantize_mode != "int8") {
+    throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
+  }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   std::error_code ec;
   const fs::path in = fs::weakly_canonical(o.onnx_path, ec);
@@ -73,6 +89,74 @@ std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const cali
   return amax;
 }
 
+// The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
+// ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
+// table, evaluated on the held-out samples. Returns the nodes to keep in float.
+std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
+                                              const calib::CalibrationTable& table,
+                                              const std::vector<std::pair<std::string, std::string>>& drops,
+                                              const evaluate::BatchOutputs& reference, CalibrationData& data,
+                                              const evaluate::SampleRange& eval_range, const RuntimeOptions& runtime,
+                                              QuantizeReport* report) {
+  const evaluate::BudgetMetric metric = evaluate::ParseBudgetMetric(o.accuracy_budget_metric);
+  const bool fp8 = o.quantize_mode == "fp8";
+  const calib::Method method = calib::ParseMethod(report->calibration_method);
+  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
+  RewriteOptions rewrite;
+  rewrite.dq_only = o.dq_only;
+  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+  rewrite.omit_zero_points = fp8 && o.target_runtime == "ort_cpu";
+  rewrite.reduce_range = o.reduce_range;
+  const auto divergence_with = [&](const std::vector<std::string>& in_float) {
+    onnx::ModelProto candidate = model;
+    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+    po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
+    std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
+    po.matched_selectors = &matched;
+    ModelPlacement plan(&candidate, po);
+    for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
+    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
+    return evaluate::Divergence(metric, reference, evaluate::RunOutputs(candidate, data.set, eval_range, runtime));
+  };
+
+  const double at_zero = divergence_with({});
+  std::vector<std::string> ranking;
+  if (at_zero > o.accuracy_budget) {
+    log::Info("accuracy budget: divergence {:.6g} > {:.6g}; ranking nodes with a sensitivity scan", at_zero,
+              o.accuracy_budget);
+    SensitivityOptions so;
+    so.onnx_path = o.onnx_path;
+    so.calibration_data_path = o.calibration_data_path;
+    if (o.calibration_tensors) so.calibration_tensors = &*o.calibration_tensors;
+    so.num_calib_samples = o.num_synthetic_samples;
+    so.synthetic_seed = o.synthetic_seed;
+    so.granularity = "node";
+    so.metric = metric == evaluate::BudgetMetric::kTop1 ? "kl_div" : evaluate::BudgetMetricName(metric);
+    so.target_precision = o.quantize_mode;
+    so.calibration_method = report->calibration_method;
+    so.calibration_shapes = o.calibration_shapes;
+    so.calibration_batch_size = o.calibration_batch_size;
+    so.calibration_batch_axis = o.calibration_batch_axis;
+    so.calibration_eps = o.calibration_eps;
+    so.trt_plugins = o.trt_plugins;
+    so.intra_op_num_threads = o.intra_op_num_threads;
+    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) ranking.push_back(node);
+  }
+  AccuracyBudgetReport r = SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
+    return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
+  });
+  r.metric = evaluate::BudgetMetricName(metric);
+  r.evaluations += 1;  // the full quantization's
+  for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
+  if (!r.met) {
+    log::Warn("accuracy budget {} ({}) not met even with all {} ranked node(s) in float (divergence {:.6g}); they stay "
+              "in float",
+              o.accuracy_budget, r.metric, ranking.size(), r.curve.back().second);
+  }
+  report->accuracy_budget = r;
+  return r.excluded_nodes;
+}
+
 }  // namespace
 
 QuantizeReport Quantize(const QuantizeOptions& o) {
@@ -90,27 +174,35 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
   const bool fp8 = o.quantize_mode == "fp8";
-  if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
+  // FLOAT8E4M3FN Q/DQ exist from opset 19; QuantizeLinear's output_dtype (no zero point) from 21.
+  const bool omit_zero_points = fp8 && o.target_runtime == "ort_cpu";
+  if (fp8) onnxio::UpgradeOpset(&model, omit_zero_points ? 21 : 19);
   report.output_opset = onnxio::DefaultOpset(model);
-  ModelPlacement plan(&model, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
+  auto plan = std::make_unique<ModelPlacement>(
+      &model, PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
+  std::optional<CalibrationData> data;
+  EvalSplit split;
+  std::vector<std::pair<std::string, std::string>> drops;  // (tensor, why): left in float by every plan
   if (!o.calibration_cache.empty()) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
   } else {
-    CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
-    report.synthetic_data = data.synthetic;
+    data = OpenCalibrationData(prepared, CalibrationRequest(o));
+    report.synthetic_data = data->synthetic;
+    split = SplitForEvaluation(*data, o.eval_samples);
+    UseCalibrationSamples(&*data, split);
     CaptureRequest request;
-    request.tensors = plan.ActivationTensors();
+    request.tensors = plan->ActivationTensors();
     request.histograms = method != calib::Method::kMax;
-    request.batch_size = data.batch_size;
-    request.num_batches = data.num_batches;
+    request.batch_size = data->batch_size;
+    request.num_batches = data->num_batches;
     request.progress = o.progress;
     RuntimeOptions runtime = Runtime(o);
-    CaptureResult captured = CaptureStatistics(model, data.set, request, runtime);
-    for (const auto& t : captured.not_float) plan.DropTensor(t, "input is not a float tensor");
+    CaptureResult captured = CaptureStatistics(model, data->set, request, runtime);
+    for (const auto& t : captured.not_float) drops.emplace_back(t, "input is not a float tensor");
     table = std::move(captured.table);
     for (const auto& [name, stats] : table.tensors) {
       // A tensor that never took a value has no range: a control-flow branch that no calibration
@@ -120,7 +212,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
         log::Warn("tensor '{}' was never computed during calibration (a control-flow branch the data never takes?); "
                   "the nodes reading it stay in float",
                   name);
-        plan.DropTensor(name, "its input was never computed during calibration");
+        drops.emplace_back(name, "its input was never computed during calibration");
       }
     }
     report.execution_providers = captured.providers;
@@ -133,18 +225,53 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
   }
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
+  // The FP32 outputs the loss report compares with, before the graph is rewritten.
+  evaluate::BatchOutputs reference;
+  evaluate::SampleRange eval_range;
+  if (split.eval_count > 0) {
+    eval_range = UseEvaluationSamples(&*data, split);
+    reference = evaluate::RunOutputs(model, data->set, eval_range, Runtime(o));
+  }
 
+  for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
   const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const std::map<std::string, float> amax = plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid));
-  report.quantized_by_op_type = plan.QuantizedByOpType();
-  report.left_in_float = plan.LeftInFloat();
-
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  const RewriteStats stats = plan.Rewrite(amax, rewrite);
+  rewrite.omit_zero_points = omit_zero_points;
+  rewrite.reduce_range = o.reduce_range;
+  RuntimeOptions eval_runtime = Runtime(o);
+  // TensorRT-form outputs are judged as fake-quant (what TensorRT computes); ort_cpu outputs at
+  // ONNX Runtime's default level, where its integer kernels run them.
+  eval_runtime.basic_optimizations_only = o.target_runtime != "ort_cpu";
+
+  std::vector<std::string> budget_exclusions;
+  if (o.accuracy_budget >= 0) {
+    if (split.eval_count == 0) {
+      throw Error("--accuracy_budget needs held-out calibration samples: give --calibration_data_path (not only a "
+                  "--calibration_cache) and --eval_samples > 0");
+    }
+    budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime, &report);
+    if (!budget_exclusions.empty()) {
+      // The final plan keeps the search's choice in float too.
+      PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
+      plan = std::make_unique<ModelPlacement>(&model, po);
+      for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
+    }
+  }
+
+  const std::map<std::string, float> amax = plan->Ranges(TensorRanges(*plan, table, method, o.percentile, grid));
+  report.quantized_by_op_type = plan->QuantizedByOpType();
+  report.left_in_float = plan->LeftInFloat();
+  for (auto& [node, why] : report.left_in_float) {
+    if (std::find(budget_exclusions.begin(), budget_exclusions.end(), node) != budget_exclusions.end()) {
+      why = "kept in float by --accuracy_budget";
+    }
+  }
+  const RewriteStats stats = plan->Rewrite(amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
-  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty();
+  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !budget_exclusions.empty();
   if (stats.qdq_pairs == 0 && user_excluded) {
     log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
   } else if (stats.qdq_pairs == 0) {
@@ -158,9 +285,19 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                             o.onnx_path, report.left_in_float.size(), why),
                 Error::Kind::kUnsupported);
   }
+  ConvertPrecision(&model, o, &report);
+  if (split.eval_count > 0) {
+    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, grid);
+    if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
+  } else {
+    report.loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"
+                                        : report.calibration_from_cache ? "the ranges came from a calibration cache"
+                                                                        : "no calibration samples";
+  }
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
 
-  ConvertAndSave(&model, o, &report);
+  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  CheckAndSave(&model, o, report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

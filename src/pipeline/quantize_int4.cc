@@ -205,6 +205,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
               stats.clipped_blocks);
   }
 
+  report.loss.not_evaluated_because = "the int4 mode has no loss report yet";
   ConvertAndSave(&model, o, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;

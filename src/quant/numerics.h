@@ -22,6 +22,7 @@ namespace ptqkit {
 
 // Largest magnitudes the symmetric scales map amax to (scale = amax / max).
 constexpr float kInt8QuantMax = 127.0f;
+constexpr float kInt8ReducedRangeMax = 63.0f;  // 7-bit weights (reduce_range)
 constexpr float kFloat8E4M3FNMax = 448.0f;
 
 // Scale given to a tensor whose range is degenerate (amax 0, negative, NaN or Inf): 2^-14, the

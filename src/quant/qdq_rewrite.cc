@@ -22,7 +22,8 @@ class Rewriter {
         options_(options),
         editor_(graph_, options.reserved_names),
         fp8_(options.format == QuantFormat::kFloat8E4M3FN),
-        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax) {}
+        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax),
+        weight_qmax_(!fp8_ && options.reduce_range ? kInt8ReducedRangeMax : qmax_) {}
 
   RewriteStats Run(const Placement& plan, const std::map<std::string, float>& amax) {
     std::vector<std::pair<TensorUse, std::string>> rewires;
@@ -68,18 +69,26 @@ class Rewriter {
                      std::string(channels, '\0'));
   }
 
+  static void AddIntAttribute(onnx::NodeProto* n, const std::string& name, int64_t value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+  }
+
+  // A Q or DQ node; `inputs` are (x, scale, zero point). Without zero points the Q names its
+  // output type instead.
   onnx::NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
                            const std::string& output, int axis) {
     onnx::NodeProto n;
     n.set_op_type(op);
     n.set_name(name);
+    if (options_.omit_zero_points) inputs.resize(2);
     for (auto& i : inputs) n.add_input(i);
     n.add_output(output);
-    if (axis >= 0) {
-      auto* a = n.add_attribute();
-      a->set_name("axis");
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(axis);
+    if (axis >= 0) AddIntAttribute(&n, "axis", axis);
+    if (options_.omit_zero_points && op == "QuantizeLinear") {
+      AddIntAttribute(&n, "output_dtype", fp8_ ? onnx::TensorProto::FLOAT8E4M3FN : onnx::TensorProto::INT8);
     }
     return n;
   }
@@ -99,9 +108,9 @@ class Rewriter {
     auto it = amax.find(q.tensor);
     if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
     const std::string scale = Fresh(q.tensor + "_scale");
-    const std::string zp = Fresh(q.tensor + "_zero_point");
+    const std::string zp = options_.omit_zero_points ? "" : Fresh(q.tensor + "_zero_point");
     AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
-    AddZeroPoint(zp, 1, true);
+    if (!zp.empty()) AddZeroPoint(zp, 1, true);
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
@@ -112,18 +121,18 @@ class Rewriter {
     std::vector<float> scales;
     if (q.axis >= 0) {
       for (float a : AbsMaxPerChannel(values.data(), shape, q.axis)) {
-        scales.push_back(ScaleFromAmax(a, qmax_, q.tensor));
+        scales.push_back(ScaleFromAmax(a, weight_qmax_, q.tensor));
       }
     } else {
       float a = 0.0f;
       for (float v : values) a = std::max(a, std::abs(v));
-      scales.push_back(ScaleFromAmax(a, qmax_, q.tensor));
+      scales.push_back(ScaleFromAmax(a, weight_qmax_, q.tensor));
     }
     const std::string base = q.tensor;
     const std::string scale = Fresh(base + "_scale");
-    const std::string zp = Fresh(base + "_zero_point");
+    const std::string zp = options_.omit_zero_points ? "" : Fresh(base + "_zero_point");
     AddFloatInit(scale, scales, q.axis < 0);
-    AddZeroPoint(zp, scales.size(), q.axis < 0);
+    if (!zp.empty()) AddZeroPoint(zp, scales.size(), q.axis < 0);
     ++stats_.weight_tensors;
     const int before = FirstUse(q);
     if (!options_.dq_only) return AddPair(base, q.tensor, scale, zp, q.axis, before);
@@ -186,6 +195,7 @@ class Rewriter {
   GraphEditor editor_;
   bool fp8_;
   float qmax_;
+  float weight_qmax_;  // qmax_, or 63 for reduce_range INT8 weights
   RewriteStats stats_;
 };
 

@@ -28,6 +28,15 @@ struct RewriteOptions {
   // Names new tensors must also avoid, when the graph rewritten is a part of a larger one (the
   // sensitivity scan rewrites a copy without most initializers).
   const std::set<std::string>* reserved_names = nullptr;
+  // QuantizeLinear states its output type with the `output_dtype` attribute (opset >= 21) and no
+  // Q/DQ carries a zero point. For ONNX Runtime: its Relu/Clip + QuantizeLinear rewrites read a
+  // FLOAT8 zero point as an integer one (Relu dropped, Clip throws); they skip a Q without one.
+  // REQUIRES opset >= 21 when set.
+  bool omit_zero_points = false;
+  // INT8 weights use 7 bits ([-63, 63], scale = amax/63), as ONNX Runtime's own quantizer does
+  // with reduce_range: its u8s8 kernels on x86 CPUs without VNNI sum pairs of u8*s8 products in
+  // 16 bits, which saturates with full-range weights; it cannot with 7-bit ones.
+  bool reduce_range = false;
 };
 
 struct RewriteStats {

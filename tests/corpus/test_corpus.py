@@ -7,12 +7,15 @@ held-out inputs above the thresholds below, at both optimization levels.
 
 A missing model FAILS (run scripts/fetch_corpus); nothing here is skipped.
 
+Every model is quantized three ways: int8 and fp8 for TensorRT (the default output) and fp8 with
+`--target_runtime ort_cpu`. Besides the task metric vs FP32, test_default_level_matches_basic runs each
+output at ONNX Runtime's default level against its own basic-level (fake-quant) output (issue 9 item 3).
+
 Thresholds: set slightly below what `max` achieves on main at 12c6fba at ORT_ENABLE_BASIC (fake-quant;
 measured with bench/corpus_accuracy.py, table in bench/README.md); the default level must reach the
-same bound (issue 9: outputs ONNX Runtime runs as accurately as fake-quant), so FP8 cases whose default
-level collapses today (ocr_cls, ocr_det, ocr_rec) fail by design. Where `max` failed on main (model refused), the
-threshold is what max achieves on the model converted to opset 13 by onnx.version_converter, i.e.
-what the fixed ptqkit must reach on the original model.
+same bound, except the TensorRT-form FP8 cases in DEFAULT_LEVEL_BROKEN (strict xfail). Where `max`
+failed on main (model refused), the threshold is what max achieves on the model converted to opset 13
+by onnx.version_converter, i.e. what the fixed ptqkit must reach on the original model.
 """
 from __future__ import annotations
 
@@ -47,22 +50,58 @@ THRESHOLDS = {
     "silero_vad": {"int8": {"mean_abs_diff": ("max", 0.04)}, "fp8": {"mean_abs_diff": ("max", 0.01)}},
 }
 
-# FP8 outputs that ONNX Runtime's default optimization level computes wrongly today (issue 9 item 3:
-# the same files are right at ORT_ENABLE_BASIC). Strict: when ORT or ptqkit's FP8 pattern is fixed,
-# these flip to XPASS and fail, so the list must shrink with the fix.
-DEFAULT_LEVEL_BROKEN = {("ocr_det", "fp8"), ("ocr_rec", "fp8"), ("ocr_cls", "fp8"), ("silero_vad", "fp8")}
+# (mode, target runtime) pairs every model is quantized in. "trt" is the default output (TensorRT's
+# pattern); "ort_cpu" is `--target_runtime ort_cpu` (FP8 Q/DQ without zero points, opset 21).
+OUTPUTS = [("int8", "trt"), ("fp8", "trt"), ("fp8", "ort_cpu")]
+
+# The TensorRT-form FP8 outputs that ONNX Runtime's default optimization level computes wrongly: its
+# ReluQuantRewrite drops a Relu in front of a QuantizeLinear with an FP8 zero point, ClipQuantRewrite
+# throws on one (the same files are right at ORT_ENABLE_BASIC). `--target_runtime ort_cpu` is the fix
+# for ONNX Runtime users; these stay strict xfails so that a fixed ONNX Runtime flips them.
+DEFAULT_LEVEL_BROKEN = {("ocr_det", "fp8", "trt"), ("ocr_rec", "fp8", "trt"), ("ocr_cls", "fp8", "trt"),
+                        ("silero_vad", "fp8", "trt"), ("orientation", "fp8", "trt")}
+_BROKEN = pytest.mark.xfail(strict=True, reason="ONNX Runtime's Relu/Clip+QuantizeLinear rewrites misread FP8 "
+                                                "zero points (use --target_runtime ort_cpu)")
 
 CASES = []
 for _m in corpus.MODELS:
-    for _mode in ("int8", "fp8"):
+    for _mode, _target in OUTPUTS:
         for _basic in (True, False):
-            marks = []
-            if not _basic and (_m.name, _mode) in DEFAULT_LEVEL_BROKEN:
-                marks = [pytest.mark.xfail(strict=True, reason="issue 9 item 3: ORT default-level FP8 fusions")]
-            CASES.append(pytest.param(_m.name, _mode, _basic, marks=marks,
-                                      id=f"{_m.name}-{_mode}-{'basic' if _basic else 'default'}"))
+            broken = not _basic and (_m.name, _mode, _target) in DEFAULT_LEVEL_BROKEN
+            if (_m.name, _mode, _target) == ("orientation", "fp8", "trt"):
+                broken = False  # its task metric stays above the bound; only the agreement test fails
+            CASES.append(pytest.param(_m.name, _mode, _target, _basic, marks=[_BROKEN] if broken else [],
+                                      id=f"{_m.name}-{_mode}-{_target}-{'basic' if _basic else 'default'}"))
 
-_QUANTIZED = {}  # (name, mode) -> quantized model path: each model is quantized once for both levels
+# How closely the default level's output must follow the basic level's (fake-quant) output of the
+# same quantized file, in the model's own metric (reference = basic-level output). Measured on this
+# machine (AVX-512 VNNI): int8 det IoU 0.992, rec lines 0.958, cls/orientation/resnet top-1 1.0, MiniLM
+# cos 0.9997, VAD exact; fp8 ort_cpu det 0.974, rec lines 0.938 / chars 0.995, others exact or top-1
+# 1.0. What is left are float reassociations in ONNX Runtime's fused kernels moving values across a
+# rounding boundary, not a different computation.
+AGREEMENT = {
+    "ocr_det": {"mask_iou": ("min", 0.95)},
+    "ocr_rec": {"line_agree": ("min", 0.88), "char_agree": ("min", 0.99)},
+    "ocr_cls": {"top1_agree": ("min", 0.98)},
+    "orientation": {"top1_agree": ("min", 0.98)},
+    "nsfw_resnet50": {"top1_agree": ("min", 0.98)},
+    "minilm": {"mean_cos": ("min", 0.999), "nn_agree": ("min", 0.95)},
+    "silero_vad": {"mean_abs_diff": ("max", 0.005)},
+}
+AGREEMENT_CASES = [
+    pytest.param(_m.name, _mode, _target, id=f"{_m.name}-{_mode}-{_target}",
+                 marks=[_BROKEN] if (_m.name, _mode, _target) in DEFAULT_LEVEL_BROKEN else [])
+    for _m in corpus.MODELS for _mode, _target in OUTPUTS]
+
+_QUANTIZED = {}  # (name, mode, target) -> quantized model path: each is quantized once for all tests
+_OUTPUTS = {}  # (model path, basic) -> its output on the model's test inputs: each run once
+
+
+def _run(name, path, basic):
+    if (str(path), basic) not in _OUTPUTS:
+        m = corpus.BY_NAME[name]
+        _OUTPUTS[str(path), basic] = corpus.run(path, m.build(m.n_test, seed=2), basic=basic)
+    return _OUTPUTS[str(path), basic]
 
 
 @pytest.fixture(scope="session")
@@ -70,17 +109,18 @@ def ptqkit(request):
     return request.config.getoption("--ptqkit")
 
 
-def _quantize(name, mode, ptqkit, tmp_path_factory):
-    if (name, mode) in _QUANTIZED:
-        return _QUANTIZED[name, mode]
+def _quantize(name, mode, target, ptqkit, tmp_path_factory):
+    if (name, mode, target) in _QUANTIZED:
+        return _QUANTIZED[name, mode, target]
     m = corpus.BY_NAME[name]
     src = corpus.path(m.rel)  # FileNotFoundError naming scripts/fetch_corpus when missing
-    work = tmp_path_factory.mktemp(f"{name}-{mode}")
+    work = tmp_path_factory.mktemp(f"{name}-{mode}-{target}")
     calib = work / "calib.npz"
     corpus.save_calib(m.build(m.n_calib, seed=1), calib)
     out = work / "q.onnx"
     r = subprocess.run([ptqkit, "quantize", "--onnx_path", str(src), "--output_path", str(out),
-                        "--quantize_mode", mode, "--calibration_data_path", str(calib)],
+                        "--quantize_mode", mode, "--calibration_data_path", str(calib),
+                        "--target_runtime", target],
                        capture_output=True, text=True)
     assert r.returncode == 0, f"ptqkit refused {name} ({mode}):\n{r.stderr[-3000:]}"
     onnx.checker.check_model(str(out), full_check=True)
@@ -88,20 +128,48 @@ def _quantize(name, mode, ptqkit, tmp_path_factory):
     assert n["top"] + n["sub"] > 0, f"{name}: no QuantizeLinear/DequantizeLinear in the output"
     if name == "silero_vad":
         assert n["sub"] > 0, "silero_vad: no Q/DQ inside the If branches, where its network lives"
-    _QUANTIZED[name, mode] = out
+    if target == "ort_cpu" and mode == "fp8":
+        q_nodes = [n for n in _all_nodes(onnx.load(str(out))) if n.op_type == "QuantizeLinear"]
+        assert q_nodes and all(len(n.input) == 2 for n in q_nodes), f"{name}: ort_cpu FP8 Q with a zero point"
+    _QUANTIZED[name, mode, target] = out
     return out
 
 
-@pytest.mark.parametrize("name,mode,basic", CASES)
-def test_corpus_model(name, mode, basic, ptqkit, tmp_path_factory):
-    m = corpus.BY_NAME[name]
-    out = _quantize(name, mode, ptqkit, tmp_path_factory)
-    test = m.build(m.n_test, seed=2)
-    ref = corpus.run(corpus.path(m.rel), test, basic=True)
-    level = "ORT_ENABLE_BASIC" if basic else "ORT default level"
-    q = corpus.run(out, test, basic=basic)
-    assert q.shape == ref.shape and np.isfinite(q).all(), f"{name} {mode} {level}: bad output"
-    got = m.metric(ref, q, test)
-    for key, (kind, bound) in THRESHOLDS[name][mode].items():
+def _all_nodes(model):
+    stack, nodes = [model.graph], []
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            nodes.append(n)
+            stack += [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    return nodes
+
+
+def _check(got, bounds, what):
+    for key, (kind, bound) in bounds.items():
         ok = got[key] >= bound if kind == "min" else got[key] <= bound
-        assert ok, f"{name} {mode} at {level}: {key}={got[key]:.4f}, needs {kind} {bound} ({got})"
+        assert ok, f"{what}: {key}={got[key]:.4f}, needs {kind} {bound} ({got})"
+
+
+@pytest.mark.parametrize("name,mode,target,basic", CASES)
+def test_corpus_model(name, mode, target, basic, ptqkit, tmp_path_factory):
+    m = corpus.BY_NAME[name]
+    out = _quantize(name, mode, target, ptqkit, tmp_path_factory)
+    test = m.build(m.n_test, seed=2)
+    ref = _run(name, corpus.path(m.rel), True)
+    level = "ORT_ENABLE_BASIC" if basic else "ORT default level"
+    q = _run(name, out, basic)
+    assert q.shape == ref.shape and np.isfinite(q).all(), f"{name} {mode} {level}: bad output"
+    _check(m.metric(ref, q, test), THRESHOLDS[name][mode], f"{name} {mode} {target} at {level}")
+
+
+@pytest.mark.parametrize("name,mode,target", AGREEMENT_CASES)
+def test_default_level_matches_basic(name, mode, target, ptqkit, tmp_path_factory):
+    """ONNX Runtime at its default level (fusions, integer kernels) computes what the Q/DQ graph says
+    (ORT_ENABLE_BASIC runs it as fake-quant)."""
+    m = corpus.BY_NAME[name]
+    out = _quantize(name, mode, target, ptqkit, tmp_path_factory)
+    test = m.build(m.n_test, seed=2)
+    basic = _run(name, out, True)
+    default = _run(name, out, False)
+    _check(m.metric(basic, default, test), AGREEMENT[name], f"{name} {mode} {target}: default vs basic level")

@@ -299,7 +299,8 @@ def test_node_scores_match_independent_probe_exactly(cli, outlier_mlp, outlier_c
     for node in ("/fc1/Gemm", "/fc2/Gemm"):  # the outlier node and an ordinary one
         probe = tmp_path / "probe.onnx"
         cli.quantize(outlier_mlp, probe, "--calibration_data_path", outlier_calib,
-                     "--nodes_to_quantize", node, "--calibration_method", "mse")  # the scan's default
+                     "--nodes_to_quantize", node, "--calibration_method", "mse",
+                     "--eval_samples", "0")  # calibrate on every sample, as the scan does  # the scan's default
         expected = score_from_outputs(metric, ref, run_batched(probe, x))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=1e-6), node
@@ -322,7 +323,7 @@ def test_scores_sum_over_graph_outputs(cli, outlier_mlp, outlier_calib, tmp_path
     node = "/fc2/Gemm"  # changes both outputs
     probe = tmp_path / "probe.onnx"
     cli.quantize(model, probe, "--calibration_data_path", outlier_calib, "--nodes_to_quantize", node,
-                 "--calibration_method", "mse")  # the scan's default
+                 "--calibration_method", "mse", "--eval_samples", "0")  # the scan's calibration
     out = run_batched(probe, x)
     parts = [per_sample_metric(metric, r, p).mean() for r, p in zip(ref, out)]
     assert min(parts) > 0, "one output unchanged: the sum would not be tested"
@@ -349,7 +350,7 @@ def test_transformer_node_score_matches_independent_probe(cli, transformer, cali
     for node in ("/blocks.0/mlp/fc2/MatMul", "/head/MatMul"):
         probe = tmp_path / "probe.onnx"
         cli.quantize(transformer, probe, "--calibration_data_path", data, "--nodes_to_quantize", node,
-                     "--calibration_method", "mse")  # the scan's default
+                     "--calibration_method", "mse", "--eval_samples", "0")  # the scan's calibration
         expected = score_from_outputs(metric, ref, run_batched(probe, x))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=FUSION_REL_TOL), node
@@ -360,7 +361,7 @@ def test_op_type_score_matches_independent_probe(cli, resnet, calib, tmp_path):
     _, js = scan(cli, resnet, tmp_path / "s.json", data=data)
     probe = tmp_path / "probe.onnx"
     cli.quantize(resnet, probe, "--calibration_data_path", data, "--op_types_to_quantize", "Conv",
-                 "--calibration_method", "mse")  # the scan's default
+                 "--calibration_method", "mse", "--eval_samples", "0")  # the scan's calibration
     # The probe really is "every Conv quantized": each Conv reads its input through a DQ.
     g = onnx.load(str(probe)).graph
     producer = {o: n.op_type for n in g.node for o in n.output}

@@ -109,7 +109,9 @@ def test_every_calibration_data_shape_gives_the_cli_bytes(shape, tmp_path, small
     out = tmp_path / "py.onnx"
     report = ptqkit.quantize(onnx_path=small_cnn, output_path=out, **kwargs)
     assert report["output_path"] == str(out)
-    assert report["num_calibration_samples"] == 32 and not report["synthetic_data"]
+    # 32 samples: a quarter (8) is held out for the loss report, 24 calibrate.
+    assert report["num_calibration_samples"] == 24 and not report["synthetic_data"]
+    assert report["loss"]["held_out"] and report["loss"]["samples"] == 8
     assert out.read_bytes() == _cli_output(cli, small_cnn, small_cnn_npy, tmp_path / "cli.onnx")
 
 
@@ -163,4 +165,6 @@ def test_external_data_format(tmp_path, small_cnn, small_cnn_npy):
 def test_synthetic_data_without_calibration_data(tmp_path, small_cnn):
     report = ptqkit.quantize(onnx_path=small_cnn, output_path=tmp_path / "syn.onnx",
                              num_synthetic_samples=4)
-    assert report["synthetic_data"] and report["num_calibration_samples"] == 4
+    # One of the 4 samples is held out for the loss report (a quarter of the data).
+    assert report["synthetic_data"] and report["num_calibration_samples"] == 3
+    assert report["loss"]["synthetic"] and report["loss"]["samples"] == 1

@@ -1,0 +1,91 @@
+#include "pipeline/loss_measurement.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "evaluate/tensor_error.h"
+
+namespace ptqkit {
+
+EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples) {
+  EvalSplit split;
+  const int64_t total = data.set.total_samples();
+  // A fixed-batch model only runs whole batches: count in batches there.
+  const int64_t unit = data.fixed_batch ? data.batch_size : 1;
+  const int64_t units = (data.fixed_batch ? data.num_batches * data.batch_size : total) / unit;
+  split.calibration_samples = units * unit;
+  if (eval_samples <= 0 || units == 0) return split;
+  const int64_t want_units = (eval_samples + unit - 1) / unit;
+  if (units >= 4) {
+    const int64_t held = std::max<int64_t>(1, std::min(want_units, units / 4));
+    split.calibration_samples = (units - held) * unit;
+    split.eval_first = split.calibration_samples;
+    split.eval_count = held * unit;
+    split.held_out = true;
+  } else {
+    const int64_t used = std::min(units, want_units);
+    split.eval_first = (units - used) * unit;
+    split.eval_count = used * unit;
+  }
+  return split;
+}
+
+void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split) {
+  data->set.SetWindow(0, split.calibration_samples);
+  data->num_batches = data->fixed_batch ? split.calibration_samples / data->batch_size
+                                        : data->set.NumBatches(data->batch_size);
+}
+
+evaluate::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split) {
+  data->set.SetWindow(split.eval_first, split.eval_first + split.eval_count);
+  evaluate::SampleRange range;
+  range.batch_size = data->batch_size;
+  range.count = data->set.NumBatches(data->batch_size);
+  return range;
+}
+
+LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::ModelProto& quantized,
+                       const CalibrationData& data, const evaluate::SampleRange& range, bool held_out,
+                       const RuntimeOptions& runtime,
+                       const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
+                       calib::Grid grid) {
+  LossReport loss;
+  loss.evaluated = true;
+  loss.held_out = held_out;
+  loss.synthetic = data.synthetic;
+  loss.ort_level = runtime.basic_optimizations_only ? "basic" : "default";
+  std::vector<std::string> names;
+  for (const auto& o : quantized.graph().output()) names.push_back(o.name());
+  const evaluate::BatchOutputs got = evaluate::RunOutputs(quantized, data.set, range, runtime);
+  loss.outputs = evaluate::CompareOutputs(names, reference, got);
+  for (int64_t r : reference.rows) loss.samples += r;
+  loss.culprits = evaluate::LargestQuantizationErrors(table, amax, grid, 5);
+
+  std::vector<std::string> lost;
+  for (const OutputLoss& o : loss.outputs) {
+    if (o.non_finite > 0) lost.push_back(fmt::format("output '{}' has {} NaN/Inf value(s)", o.output, o.non_finite));
+    else if (o.cosine_mean < kWarnCosineBelow) lost.push_back(fmt::format("output '{}' cosine {:.4f}", o.output, o.cosine_mean));
+    if (o.top1_agreement && *o.top1_agreement < kWarnTop1Below) {
+      lost.push_back(fmt::format("output '{}' top-1 agreement {:.1f}%", o.output, 100.0 * *o.top1_agreement));
+    }
+  }
+  if (!lost.empty()) {
+    std::vector<std::string> culprits;
+    for (const TensorClipping& c : loss.culprits) {
+      culprits.push_back(fmt::format("'{}' ({:.2g} relative error, {:.3g}% clipped)", c.tensor, c.relative_error,
+                                     100.0 * c.clipped_fraction));
+    }
+    loss.warning = fmt::format(
+        "quantization lost accuracy: {}. {}", fmt::join(lost, "; "),
+        culprits.empty() ? "Run `ptqkit sensitivity` to find the nodes to keep in float."
+                         : fmt::format("Most likely culprits: {}. Keep their consumers in float (--nodes_to_exclude), "
+                                       "try another --calibration_method, or set an --accuracy_budget.",
+                                       fmt::join(culprits, ", ")));
+  }
+  return loss;
+}
+
+}  // namespace ptqkit

@@ -1,0 +1,49 @@
+// The loss report of a quantize run: which calibration samples are held out for it, and the
+// comparison of the quantized model with the FP32 model on them (evaluate/), with the likely
+// culprit tensors and a warning when the loss passes a threshold.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+
+#include "calib/calibration_table.h"
+#include "calib/method.h"
+#include "evaluate/output_agreement.h"
+#include "pipeline/prepared_model.h"
+#include "ptqkit/quantize.h"
+
+namespace ptqkit {
+
+// Warning thresholds of the loss report (any output): mean cosine similarity below
+// kWarnCosineBelow, top-1 agreement below kWarnTop1Below, or any NaN/Inf.
+constexpr double kWarnCosineBelow = 0.99;
+constexpr double kWarnTop1Below = 0.95;
+
+struct EvalSplit {
+  int64_t calibration_samples = 0;  // samples [0, calibration_samples) calibrate
+  int64_t eval_first = 0;           // samples [eval_first, eval_first + eval_count) are evaluated
+  int64_t eval_count = 0;           // 0: no report
+  bool held_out = false;            // the evaluated samples are not calibration samples
+};
+
+// The last min(eval_samples, a quarter of the data) samples are held out when the data has at
+// least 4 samples (whole batches for a fixed-batch model, which then needs 4 batches); with fewer
+// the report runs on the last samples of the calibration data itself (in-sample). The split is by
+// sample, so it does not depend on the batch size. eval_samples 0: no report, everything calibrates.
+EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples);
+// Points data->set and data->num_batches at the calibration samples (before calibrating) or at the
+// evaluated samples (before the report's runs).
+void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split);
+evaluate::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split);
+
+// Runs `quantized` on the split's batches and compares it with `reference` (the FP32 outputs on
+// the same batches). `runtime` decides the ONNX Runtime level (basic = fake-quant).
+LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::ModelProto& quantized,
+                       const CalibrationData& data, const evaluate::SampleRange& range, bool held_out,
+                       const RuntimeOptions& runtime,
+                       const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
+                       calib::Grid grid);
+
+}  // namespace ptqkit

@@ -1,0 +1,84 @@
+#include "pipeline/report_json.h"
+
+namespace ptqkit {
+namespace {
+
+template <typename T>
+nlohmann::ordered_json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
+  nlohmann::ordered_json j;
+  j["evaluated"] = loss.evaluated;
+  j["not_evaluated_because"] = loss.not_evaluated_because;
+  j["samples"] = loss.samples;
+  j["held_out"] = loss.held_out;
+  j["synthetic"] = loss.synthetic;
+  j["ort_level"] = loss.ort_level;
+  j["outputs"] = nlohmann::ordered_json::array();
+  for (const OutputLoss& o : loss.outputs) {
+    nlohmann::ordered_json e;
+    e["output"] = o.output;
+    e["samples"] = o.samples;
+    e["is_float"] = o.is_float;
+    e["cosine_mean"] = o.cosine_mean;
+    e["cosine_min"] = o.cosine_min;
+    e["relative_rmse"] = o.relative_rmse;
+    e["max_abs_diff"] = o.max_abs_diff;
+    e["top1_agreement"] = OrNull(o.top1_agreement);
+    e["exact_match"] = OrNull(o.exact_match);
+    e["non_finite"] = o.non_finite;
+    j["outputs"].push_back(e);
+  }
+  j["culprits"] = nlohmann::ordered_json::array();
+  for (const TensorClipping& c : loss.culprits) {
+    j["culprits"].push_back({{"tensor", c.tensor},
+                             {"relative_error", c.relative_error},
+                             {"clipped_fraction", c.clipped_fraction},
+                             {"amax", c.amax},
+                             {"absmax", c.absmax}});
+  }
+  j["warning"] = loss.warning;
+  return j;
+}
+
+nlohmann::ordered_json AccuracyBudgetToJson(const AccuracyBudgetReport& b) {
+  nlohmann::ordered_json j;
+  j["used"] = b.used;
+  j["metric"] = b.metric;
+  j["budget"] = b.budget;
+  j["met"] = b.met;
+  j["ranked_nodes"] = b.ranked_nodes;
+  j["excluded_nodes"] = b.excluded_nodes;
+  j["curve"] = nlohmann::ordered_json::array();
+  for (const auto& [k, d] : b.curve) j["curve"].push_back({{"excluded", k}, {"divergence", d}});
+  j["evaluations"] = b.evaluations;
+  return j;
+}
+
+nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
+  nlohmann::ordered_json j;
+  j["output_path"] = r.output_path;
+  j["original_opset"] = r.original_opset;
+  j["output_opset"] = r.output_opset;
+  j["quantized_by_op_type"] = r.quantized_by_op_type;
+  j["left_in_float"] = nlohmann::ordered_json::array();
+  for (const auto& [node, why] : r.left_in_float) j["left_in_float"].push_back({{"node", node}, {"reason", why}});
+  j["qdq_pairs"] = r.qdq_pairs;
+  j["calibration_method"] = r.calibration_method;
+  j["num_calibration_samples"] = r.num_calibration_samples;
+  j["batch_size"] = r.batch_size;
+  j["synthetic_data"] = r.synthetic_data;
+  j["calibration_from_cache"] = r.calibration_from_cache;
+  j["calibration_seconds"] = r.calibration_seconds;
+  j["total_seconds"] = r.total_seconds;
+  j["execution_providers"] = r.execution_providers;
+  j["loss"] = LossReportToJson(r.loss);
+  j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
+  return j;
+}
+
+}  // namespace ptqkit

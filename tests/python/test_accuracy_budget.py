@@ -1,0 +1,76 @@
+"""--accuracy_budget (issue 9 item 2): the fewest nodes, in the order of a node sensitivity scan, kept
+in float so that the divergence from FP32 on the held-out calibration samples is within the budget.
+
+Checked against an independent recomputation: the written model's per-sample cosine divergence on
+the held-out samples (the last quarter of the calibration file, as the report says) is within the
+budget, and the curve shows that one node fewer in float missed it (minimality along the ranking).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+
+def _run(path, x):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+
+
+def _cos_divergence(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return float(np.mean(1 - (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))))
+
+
+@pytest.mark.parametrize("budget", ["0.01", "0.0001"])
+def test_budget_is_met_by_the_fewest_ranked_nodes(cli, outlier_mlp, outlier_calib, tmp_path, budget):
+    out, rep = tmp_path / "q.onnx", tmp_path / "r.json"
+    r = cli.quantize(outlier_mlp, out, "--calibration_data_path", outlier_calib, "--accuracy_budget", budget,
+                     "--report_json", rep)
+    js = json.loads(rep.read_text())
+    b = js["accuracy_budget"]
+    assert b["used"] and b["met"] and b["metric"] == "cos" and b["budget"] == float(budget)
+    k = len(b["excluded_nodes"])
+    assert k >= 1, "the default quantization of this model is wrecked: something must stay in float"
+    curve = {e["excluded"]: e["divergence"] for e in b["curve"]}
+    assert curve[0] > float(budget) and curve[k] <= float(budget)
+    assert curve[k - 1] > float(budget), "one node fewer in float must have missed the budget"
+    assert b["evaluations"] == len(b["curve"])
+    # The excluded nodes are in float in the written model and the left-in-float list says why.
+    left = {e["node"]: e["reason"] for e in js["left_in_float"]}
+    assert all(left[n] == "kept in float by --accuracy_budget" for n in b["excluded_nodes"])
+    # Independent check on the held-out samples.
+    n_cal = js["num_calibration_samples"]
+    x = np.load(outlier_calib)[n_cal:]
+    assert len(x) == js["loss"]["samples"]
+    got = _cos_divergence(_run(outlier_mlp, x), _run(out, x))
+    assert got == pytest.approx(curve[k], rel=1e-3, abs=1e-7)
+    assert got <= float(budget)
+    assert "accuracy budget: cos <= " in r.stdout and "met with" in r.stdout
+
+
+def test_budget_already_met_changes_nothing(cli, resnet, calib, tmp_path):
+    data = calib("resnet", n=40)
+    plain, budgeted, rep = tmp_path / "a.onnx", tmp_path / "b.onnx", tmp_path / "r.json"
+    cli.quantize(resnet, plain, "--calibration_data_path", data)
+    cli.quantize(resnet, budgeted, "--calibration_data_path", data, "--accuracy_budget", "0.5",
+                 "--accuracy_budget_metric", "top1", "--report_json", rep)
+    b = json.loads(rep.read_text())["accuracy_budget"]
+    assert b["met"] and b["excluded_nodes"] == [] and b["evaluations"] == 1 and b["ranked_nodes"] == 0
+    assert plain.read_bytes() == budgeted.read_bytes()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "unknown accuracy budget metric 'l1'"),
+    (["--accuracy_budget", "0.1", "--eval_samples", "0"], "--accuracy_budget needs held-out calibration samples"),
+])
+def test_budget_refusals(cli, resnet, calib, tmp_path, args, message):
+    r = cli.run("quantize", "--onnx_path", resnet, "--output_path", tmp_path / "q.onnx",
+                "--calibration_data_path", calib("resnet", n=40), *args)
+    assert r.returncode != 0 and message in r.error_line()
+    assert not (tmp_path / "q.onnx").exists()
