@@ -58,8 +58,10 @@ def score(
     calibration_batch_size=None,
     calibration_batch_axis=None,
     calibration_eps=None,
+    trt_plugins=None,
     intra_op_num_threads=None,
     activation_cache_limit_mb: int = 2048,
+    calibration_cache=None,
     output_json=None,
     report=None,
     num_calibration_shards=None,
@@ -73,7 +75,11 @@ def score(
     log_level: str = "WARNING",
     _task_hook=None,
 ) -> dict:
-    """ptqkit.sensitivity.score() on a Ray cluster; same arguments, same result (but timings).
+    """ptqkit.sensitivity.score() on a Ray cluster; score()'s arguments (but log_file: the
+    workers' logs are captured, and quoted when a shard fails) and its result (but timings).
+
+    calibration_cache: a table from `ptqkit calibrate --for_sensitivity` (or an earlier run);
+    then no calibration shards run.
 
     num_calibration_shards / num_probe_shards: how many Ray tasks each stage splits into
     (default: the cluster's CPUs / num_cpus_per_task). Each probe shard computes the FP32
@@ -108,7 +114,7 @@ def score(
         data = _data_ref(calibration_data, calibration_data_path, user_path, calibration_batch_axis, scratch,
                          transfer, ray)
         common = _common_args(calibration_shapes, calibration_batch_size, calibration_batch_axis,
-                              calibration_eps, threads, log_level)
+                              calibration_eps, trt_plugins, threads, log_level)
         remote = ray.remote(_run_task).options(
             num_cpus=num_cpus_per_task, num_gpus=num_gpus_per_task, max_retries=int(max_retries),
             retry_exceptions=[OSError])
@@ -120,11 +126,14 @@ def score(
         calib_args = ["calibrate", "--for_sensitivity", "--granularity", granularity, *scope_args,
                       "--calibration_method", calibration_method, "--quantize_mode", target_precision,
                       "--num_synthetic_samples", str(int(num_calib_samples)), *common]
-        parts = _run_stage(ray, remote, "calibration", n_calib, model, data, None, calib_args, "-o",
-                           report_progress, _task_hook)
-        table_path = os.path.join(scratch, "table.json")
-        _merge(["calibrate", "--merge", *_write_parts(parts, scratch, "calibration"), "-o", table_path,
-                "--log_level", log_level], "calibration")
+        if calibration_cache is None:
+            parts = _run_stage(ray, remote, "calibration", n_calib, model, data, None, calib_args, "-o",
+                               report_progress, _task_hook)
+            table_path = os.path.join(scratch, "table.json")
+            _merge(["calibrate", "--merge", *_write_parts(parts, scratch, "calibration"), "-o", table_path,
+                    "--log_level", log_level], "calibration")
+        else:
+            table_path = os.path.abspath(_options.path(calibration_cache))
         table = _FileRef.of(table_path, transfer, ray)
 
         # 2. probe shards, each with the merged table and its own FP32 reference.
@@ -206,9 +215,12 @@ def _data_ref(calibration_data, calibration_data_path, onnx_path, batch_axis, sc
     return _FileRef.of(path, transfer, ray)
 
 
-def _common_args(shapes, batch_size, batch_axis, eps, threads, log_level) -> list[str]:
+def _common_args(shapes, batch_size, batch_axis, eps, plugins, threads, log_level) -> list[str]:
     args = ["--calibration_eps", *_options.names(eps, "calibration_eps"),
             "--intra_op_num_threads", str(int(threads)), "--log_level", log_level]
+    plugin_list = _options.names(plugins, "trt_plugins")
+    if plugin_list:
+        args += ["--trt_plugins", *plugin_list]
     shape_map = _options.shapes(shapes)
     if shape_map:
         args += ["--calibration_shapes", ",".join(f"{k}:{'x'.join(str(d) for d in v)}" for k, v in shape_map.items())]

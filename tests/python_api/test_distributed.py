@@ -63,6 +63,19 @@ def test_a_killed_worker_is_retried_with_the_same_result(transformer, transforme
     assert without_timings(result) == without_timings(expected)
 
 
+def test_a_given_table_skips_calibration(cli, transformer, transformer_npz, tmp_path):
+    table = tmp_path / "table.json"
+    cli.ok("calibrate", "--onnx_path", transformer, "--calibration_data_path", transformer_npz,
+           "--for_sensitivity", "--granularity", "node", "-o", table)
+    stages = set()
+    result = ptqkit.distributed.score(transformer, str(transformer_npz), granularity="node", calibration_cache=table,
+                                      num_probe_shards=2, progress=lambda stage, done, total: stages.add(stage))
+    expected = ptqkit.sensitivity.score(onnx_path=transformer, calibration_data=str(transformer_npz),
+                                        granularity="node")
+    assert stages == {"probes"}
+    assert without_timings(result) == without_timings(expected)
+
+
 def test_a_failing_shard_names_itself(transformer, transformer_npz):
     with pytest.raises(ptqkit.distributed.ShardFailed, match=r"probes shard 0/1 .*metric"):
         ptqkit.distributed.score(transformer, str(transformer_npz), metric="nonsense", num_probe_shards=1,
