@@ -94,21 +94,34 @@ def test_calibrate_table_serves_quantize(cli, resnet, calib, tmp_path):
     assert saved["CalibrationTable"] == merged["CalibrationTable"]
 
 
-@pytest.mark.parametrize("granularity", ["node", "op_type"])
-def test_merged_scans_equal_the_single_process_scan(cli, dln, tmp_path, granularity):
+@pytest.mark.parametrize("granularity,precision", [("node", "int8"), ("op_type", "int8"), ("node", "fp8")])
+def test_merged_scans_equal_the_single_process_scan(cli, dln, tmp_path, granularity, precision):
     model, data = dln
     single = tmp_path / "single.json"
     cli.ok("sensitivity", "--onnx_path", model, "--calibration_data_path", data, "--granularity", granularity,
-           "--output_json", single)
+           "--target_precision", precision, "--output_json", single)
     expected = json.loads(single.read_text())
-    if granularity == "node":
+    if granularity == "node" and precision == "int8":
         assert expected["non_finite"], "the model should have non-finite probes"
     for n in (1, 2, 3):
-        table = calibrate_sharded(cli, model, data, n, tmp_path, "--for_sensitivity", "--granularity", granularity)
-        merged = scan_sharded(cli, model, data, n, tmp_path, "--granularity", granularity,
-                              "--calibration_cache", table)
+        table = calibrate_sharded(cli, model, data, n, tmp_path, "--for_sensitivity", "--granularity", granularity,
+                                  "--quantize_mode", precision)
+        merged = scan_sharded(cli, model, data, n, tmp_path, "--granularity", granularity, "--target_precision",
+                              precision, "--calibration_cache", table)
         assert without_timings(merged) == without_timings(expected), f"N = {n}"
         assert set(merged["timings"]) >= set(expected["timings"])
+
+
+def test_merge_writes_the_report_and_ranking(cli, transformer, calib, tmp_path):
+    data = calib("transformer", n=16)
+    parts = []
+    for k in range(2):
+        parts.append(tmp_path / f"p{k}.json")
+        cli.ok("sensitivity", "--onnx_path", transformer, "--calibration_data_path", data, "--shard", f"{k}/2",
+               "--output_json", parts[-1])
+    r = cli.ok("sensitivity", "--merge", *parts, "--output_json", tmp_path / "m.json", "--report", tmp_path / "m.html")
+    assert (tmp_path / "m.html").read_text().startswith("<!DOCTYPE html>") or "<html" in (tmp_path / "m.html").read_text()
+    assert "Wrote" in r.stdout and str(tmp_path / "m.json") in r.stdout
 
 
 def test_shards_that_calibrate_themselves_merge_too(cli, transformer, calib, tmp_path):
