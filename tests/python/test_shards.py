@@ -164,7 +164,7 @@ def test_mismatched_sensitivity_parts_are_refused(cli, transformer, calib, tmp_p
     old["fingerprint"]["ptqkit_version"] = "0.0.9"
     p1.write_text(json.dumps(old))
     r = cli.run("sensitivity", "--merge", p0, p1, "--output_json", tmp_path / "m.json")
-    assert "ptqkit_version differs ('0.1.0' vs '0.0.9')" in r.error_line().replace("0.1.0", "0.1.0")
+    assert "ptqkit_version differs (" in r.error_line() and "vs '0.0.9')" in r.error_line()
 
 
 def test_mismatched_calibration_parts_and_tables_are_refused(cli, transformer, resnet, calib, tmp_path):
