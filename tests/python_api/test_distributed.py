@@ -47,6 +47,13 @@ def test_in_memory_data_over_a_shared_path(small_cnn, tmp_path):
     assert out.is_file() and str(small_cnn) in out.read_text()
 
 
+def test_synthetic_data(small_cnn):
+    expected = ptqkit.sensitivity.score(onnx_path=small_cnn, num_calib_samples=12)
+    result = ptqkit.distributed.score(small_cnn, num_calib_samples=12, progress=False)
+    assert result["calibration_source"] == "synthetic"
+    assert without_timings(result) == without_timings(expected)
+
+
 def test_a_killed_worker_is_retried_with_the_same_result(transformer, transformer_npz, tmp_path):
     marker = tmp_path / "killed_once"
 
