@@ -63,6 +63,8 @@ Command RegisterCalibrate(CLI::App& app) {
       ->expected(1, -1);
   cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 (fp8 calibrates the opset-19 model, as quantize)")
       ->capture_default_str();
+  cmd->add_option("--target_runtime", o->target_runtime, "As quantize: with fp8, ort_cpu calibrates the opset-21 model")
+      ->capture_default_str();
   cmd->add_option("--calibration_data_path", o->calibration_data_path,
                   ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
   cmd->add_option("--calibration_method", o->calibration_method,

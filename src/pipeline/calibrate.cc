@@ -5,6 +5,7 @@
 #include <set>
 
 #include "calib/method.h"
+#include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/loss_measurement.h"
@@ -47,7 +48,8 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   }
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
-  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);  // as quantize does: same tensor names
+  // The opset quantize runs at (FP8 Q/DQ from 19; without zero points, for ONNX Runtime on CPU, 21).
+  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, o.target_runtime == "ort_cpu" ? 21 : 19);
   const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)
                                                     : ModelPlacement(&prepared.proto, PlanOptions(o)).ActivationTensors();
   const std::string purpose =
@@ -88,6 +90,7 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
       {"ptqkit_version", PTQKIT_VERSION},
       {"model", ModelDigest(o.onnx_path, prepared.proto)},
       {"quantize_mode", o.quantize_mode},
+      {"opset", std::to_string(onnxio::DefaultOpset(prepared.proto))},
       {"data", data_digest},
       {"data_source", data.synthetic ? fmt::format("synthetic (seed {})", o.synthetic_seed) : "real"},
       {"data_samples", std::to_string(data.set.total_samples())},

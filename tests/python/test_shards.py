@@ -79,16 +79,18 @@ def test_more_shards_than_batches_still_merge(cli, resnet, calib, tmp_path):
     assert calibrate_sharded(cli, resnet, data, 3, tmp_path).read_bytes() == whole.read_bytes()
 
 
-def test_calibrate_table_serves_quantize(cli, resnet, calib, tmp_path):
+@pytest.mark.parametrize("mode", [["--quantize_mode", "int8"],
+                                  ["--quantize_mode", "fp8", "--target_runtime", "ort_cpu"]])
+def test_calibrate_table_serves_quantize(cli, resnet, calib, tmp_path, mode):
     """A table from `ptqkit calibrate` observes what quantize plans (no more: ONNX Runtime fuses
     differently when more tensors are outputs, which moved some amax by an ulp when calibrate
     observed every tensor), so quantizing from the merged table writes the model quantize
     writes when it calibrates itself."""
     data = calib("resnet", n=32)
-    table = calibrate_sharded(cli, resnet, data, 2, tmp_path)
+    table = calibrate_sharded(cli, resnet, data, 2, tmp_path, *mode)
     cli.quantize(resnet, tmp_path / "direct.onnx", "--calibration_data_path", data,
-                 "--save_calibration_cache", tmp_path / "saved.json")
-    cli.quantize(resnet, tmp_path / "cached.onnx", "--calibration_cache", table)
+                 "--save_calibration_cache", tmp_path / "saved.json", *mode)
+    cli.quantize(resnet, tmp_path / "cached.onnx", "--calibration_cache", table, *mode)
     assert (tmp_path / "direct.onnx").read_bytes() == (tmp_path / "cached.onnx").read_bytes()
     saved, merged = (json.loads(p.read_text()) for p in (tmp_path / "saved.json", table))
     assert saved["CalibrationTable"] == merged["CalibrationTable"]
