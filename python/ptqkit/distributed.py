@@ -95,11 +95,11 @@ def score(
     Returns the scores file's content as a dict, as score() does; raises ShardFailed naming the
     stage and shard when a task fails for good, ImportError when Ray is not installed.
     """
+    if transfer not in ("object_store", "path"):
+        raise ValueError(f"transfer must be 'object_store' or 'path', not {transfer!r}")
     ray = _import_ray()
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=False)
-    if transfer not in ("object_store", "path"):
-        raise ValueError(f"transfer must be 'object_store' or 'path', not {transfer!r}")
     report_progress = _progress_reporter(progress)
     workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(num_cpus_per_task, 1e-9)))
     n_calib = int(num_calibration_shards or workers)
