@@ -13,8 +13,9 @@ the one ``ptqkit.sensitivity.score()`` returns for the same arguments (timings a
 
 Files reach the workers in one of two ways (``transfer=``):
   - "object_store" (default): the driver puts the model, the data and the merged table into
-    Ray's object store; each task writes them to a local temporary folder. Works on any
-    cluster, for models that keep their weights inside the .onnx file.
+    Ray's object store; each task writes them to a local temporary folder, removed when the
+    task ends (so once per task: for very large models prefer "path"). Works on any cluster,
+    for models that keep their weights inside the .onnx file.
   - "path": tasks read the driver's absolute paths; needs a filesystem every node shares
     (NFS, Lustre, ...), and is the way for models with external data files.
 
