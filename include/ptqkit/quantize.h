@@ -75,6 +75,7 @@ struct QuantizeOptions {
   // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
   int64_t eval_samples = 16;
   std::string report_json;  // write the run's report (loss included) as JSON here
+  std::string report_html;  // ... and as a self-contained HTML page (loss table, budget curve)
   // Accuracy budget (int8/fp8, needs held-out samples): when >= 0, keep in float the fewest
   // nodes, in the order of a node sensitivity scan, such that the divergence from FP32 on the
   // held-out samples is at most this (see pipeline/accuracy_budget.h). Metric: kl_div | mse | cos
@@ -82,6 +83,10 @@ struct QuantizeOptions {
   // disagreement over outputs, 0..1).
   double accuracy_budget = -1.0;
   std::string accuracy_budget_metric = "cos";
+  // With accuracy_budget: scores a model file on the caller's own test set (higher is better;
+  // Python's accuracy_eval). The budget is then the largest allowed drop from the FP32 model's
+  // score, and every candidate of the search is written to a temporary file and scored by it.
+  std::function<double(const std::string& model_path)> accuracy_eval;
 
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
   std::string calibration_cache;       // read it from here instead of calibrating
@@ -95,6 +100,7 @@ struct OutputLoss {
   std::string output;
   int64_t samples = 0;
   bool is_float = true;
+  int64_t rank = 0;
   double cosine_mean = 1.0;  // per-sample cosine similarity (float outputs)
   double cosine_min = 1.0;
   double relative_rmse = 0.0;  // ||q - r|| / ||r|| over all values

@@ -49,8 +49,10 @@ def quantize(
     log_file=None,
     eval_samples: int = 16,
     report_json=None,
+    report_html=None,
     accuracy_budget=None,
     accuracy_budget_metric: str = "cos",
+    accuracy_eval=None,
 ) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
@@ -62,6 +64,10 @@ def quantize(
     calibration_shapes: "in:8x3x224x224,..." or {input: [8, 3, 224, 224]}.
     calibration_batch_axis: "state:1" or {input: axis}: the axis an input's samples lie along
     (default: inferred when the input has exactly one dynamic dim, else 0; scalars fed whole).
+    accuracy_budget: keep in float the fewest nodes (ranked by a node sensitivity scan) that bring
+    the divergence from FP32 on held-out calibration samples (accuracy_budget_metric: cos, kl_div,
+    mse or top1) within this; with accuracy_eval(model_path) -> score (higher is better, e.g. your
+    test-set accuracy), the budget is instead the largest allowed drop from the FP32 model's score.
     Other options: see `python -m ptqkit --help`.
 
     Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
@@ -102,9 +108,12 @@ def quantize(
     o.use_external_data_format = bool(use_external_data_format)
     o.eval_samples = int(eval_samples)
     o.report_json = _options.path(report_json)
+    o.report_html = _options.path(report_html)
     if accuracy_budget is not None:  # None: no budget search
         o.accuracy_budget = float(accuracy_budget)
     o.accuracy_budget_metric = accuracy_budget_metric
+    if accuracy_eval is not None:  # scores a model path on the caller's test set, higher is better
+        o.accuracy_eval = lambda path: float(accuracy_eval(path))
     o.save_calibration_cache = _options.path(save_calibration_cache)
     o.calibration_cache = _options.path(calibration_cache)
 

@@ -4,6 +4,7 @@
 // plain Python values. Every ptqkit::Error becomes ptqkit.Error (a ValueError) with the C++
 // message and a `kind` attribute.
 #include <pybind11/pybind11.h>
+#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
 #include <onnx/onnx_pb.h>
@@ -283,8 +284,10 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
       .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
       .def_readwrite("report_json", &QuantizeOptions::report_json)
+      .def_readwrite("report_html", &QuantizeOptions::report_html)
       .def_readwrite("accuracy_budget", &QuantizeOptions::accuracy_budget)
       .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
+      .def_readwrite("accuracy_eval", &QuantizeOptions::accuracy_eval)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
       .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
   BindInt4Options(options);

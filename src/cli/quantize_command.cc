@@ -141,6 +141,8 @@ Command RegisterQuantize(CLI::App& app) {
                   "disagreement, 0..1)")
       ->capture_default_str();
   cmd->add_option("--report_json", o->report_json, "Write the run's report (loss included) as JSON here");
+  cmd->add_option("--report_html", o->report_html,
+                  "Write the run's report as one HTML page (loss table, culprits, accuracy-budget curve)");
   cmd->add_option("--save_calibration_cache", o->save_calibration_cache, "Write the calibration table (JSON) here");
   cmd->add_option("--calibration_cache", o->calibration_cache, "Read the calibration table (JSON) instead of calibrating");
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();

@@ -96,6 +96,7 @@ std::vector<OutputLoss> CompareOutputs(const std::vector<std::string>& names, co
       CheckSameShape(names[k], r, q);
       const int64_t rows = SamplesIn(r, reference.rows[b]);
       loss.is_float = IsFloat(r.dtype);
+      loss.rank = static_cast<int64_t>(r.shape.size());
       if (!loss.is_float) {
         const size_t row_bytes = r.bytes.size() / static_cast<size_t>(rows);
         for (int64_t s = 0; s < rows; ++s) {

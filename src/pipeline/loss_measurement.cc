@@ -68,7 +68,9 @@ LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::Mode
   for (const OutputLoss& o : loss.outputs) {
     if (o.non_finite > 0) lost.push_back(fmt::format("output '{}' has {} NaN/Inf value(s)", o.output, o.non_finite));
     else if (o.cosine_mean < kWarnCosineBelow) lost.push_back(fmt::format("output '{}' cosine {:.4f}", o.output, o.cosine_mean));
-    if (o.top1_agreement && *o.top1_agreement < kWarnTop1Below) {
+    // Top-1 of a rank-3 output may be a per-position class (OCR) or a hidden state's argmax
+    // (embeddings, meaningless): only [batch, classes] outputs warn on it.
+    if (o.rank == 2 && o.top1_agreement && *o.top1_agreement < kWarnTop1Below) {
       lost.push_back(fmt::format("output '{}' top-1 agreement {:.1f}%", o.output, 100.0 * *o.top1_agreement));
     }
   }

@@ -17,7 +17,8 @@
 namespace ptqkit {
 
 // Warning thresholds of the loss report (any output): mean cosine similarity below
-// kWarnCosineBelow, top-1 agreement below kWarnTop1Below, or any NaN/Inf.
+// kWarnCosineBelow, top-1 agreement below kWarnTop1Below (rank-2 outputs), or any NaN/Inf. A met
+// --accuracy_budget replaces them (the user said what loss is acceptable).
 constexpr double kWarnCosineBelow = 0.99;
 constexpr double kWarnTop1Below = 0.95;
 

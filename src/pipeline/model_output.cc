@@ -4,6 +4,7 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "pipeline/quantize_report_html.h"
 #include "pipeline/report_json.h"
 #include "quant/fp16_conversion.h"
 
@@ -23,12 +24,14 @@ void CheckAndSave(onnx::ModelProto* model, const QuantizeOptions& o, const Quant
   // The library's checker sees every model ptqkit writes: one that fails it is never written.
   onnxio::CheckOutputModel(model, report.output_path);
   // The report is staged first and committed after the model, so a failed save leaves neither.
-  AtomicFileWriter report_file;
+  AtomicFileWriter report_file, html_file;
   if (!o.report_json.empty()) report_file.Stage(o.report_json, QuantizeReportToJson(report).dump(2) + "\n");
+  if (!o.report_html.empty()) html_file.Stage(o.report_html, RenderQuantizeReport(report, o));
   onnxio::SaveOptions save;
   save.external_data = o.use_external_data_format;
   onnxio::SaveModel(*model, report.output_path, save);
   report_file.Commit();
+  html_file.Commit();
 }
 
 void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {

@@ -11,7 +11,9 @@
 #include "base/log.h"
 #include "calib/method.h"
 #include "calib/scale_search.h"
+#include "base/temporary_folder.h"
 #include "onnx/graph_index.h"
+#include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "evaluate/output_agreement.h"
@@ -97,6 +99,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               const std::vector<std::pair<std::string, std::string>>& drops,
                                               const evaluate::BatchOutputs& reference, CalibrationData& data,
                                               const evaluate::SampleRange& eval_range, const RuntimeOptions& runtime,
+                                              const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report) {
   const evaluate::BudgetMetric metric = evaluate::ParseBudgetMetric(o.accuracy_budget_metric);
   const bool fp8 = o.quantize_mode == "fp8";
@@ -107,6 +110,14 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
   rewrite.omit_zero_points = fp8 && o.target_runtime == "ort_cpu";
   rewrite.reduce_range = o.reduce_range;
+  // With the caller's scorer: the drop of its score from the FP32 model's.
+  const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
+  const auto score_drop = [&](const onnx::ModelProto& candidate) {
+    TemporaryFolder folder("ptqkit-budget-");
+    const std::string path = folder.path() + "/candidate.onnx";
+    onnxio::SaveModel(candidate, path);
+    return fp32_score - o.accuracy_eval(path);
+  };
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     onnx::ModelProto candidate = model;
     PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
@@ -116,6 +127,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     ModelPlacement plan(&candidate, po);
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
     plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
+    if (o.accuracy_eval) return score_drop(candidate);
     return evaluate::Divergence(metric, reference, evaluate::RunOutputs(candidate, data.set, eval_range, runtime));
   };
 
@@ -140,12 +152,21 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     so.calibration_eps = o.calibration_eps;
     so.trt_plugins = o.trt_plugins;
     so.intra_op_num_threads = o.intra_op_num_threads;
-    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) ranking.push_back(node);
+    // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
+    std::set<std::string> quantized, op_types;
+    for (const auto& [node, op] : quantized_nodes) {
+      quantized.insert(node);
+      op_types.insert(op);
+    }
+    so.op_types_scope.assign(op_types.begin(), op_types.end());
+    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) {
+      if (quantized.count(node)) ranking.push_back(node);
+    }
   }
   AccuracyBudgetReport r = SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
     return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
   });
-  r.metric = evaluate::BudgetMetricName(metric);
+  r.metric = o.accuracy_eval ? "accuracy_eval drop" : evaluate::BudgetMetricName(metric);
   r.evaluations += 1;  // the full quantization's
   for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
   if (!r.met) {
@@ -247,11 +268,12 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
 
   std::vector<std::string> budget_exclusions;
   if (o.accuracy_budget >= 0) {
-    if (split.eval_count == 0) {
-      throw Error("--accuracy_budget needs held-out calibration samples: give --calibration_data_path (not only a "
-                  "--calibration_cache) and --eval_samples > 0");
+    if (!data || (split.eval_count == 0 && !o.accuracy_eval)) {
+      throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
+                  "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
-    budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime, &report);
+    budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime,
+                                             plan->QuantizedNodes(), &report);
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
       PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
@@ -288,6 +310,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   ConvertPrecision(&model, o, &report);
   if (split.eval_count > 0) {
     report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, grid);
+    if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
     if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
   } else {
     report.loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"

@@ -24,6 +24,7 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
     e["output"] = o.output;
     e["samples"] = o.samples;
     e["is_float"] = o.is_float;
+    e["rank"] = o.rank;
     e["cosine_mean"] = o.cosine_mean;
     e["cosine_min"] = o.cosine_min;
     e["relative_rmse"] = o.relative_rmse;

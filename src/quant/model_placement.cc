@@ -79,6 +79,14 @@ std::map<std::string, int> ModelPlacement::QuantizedByOpType() const {
   return counts;
 }
 
+std::vector<std::pair<std::string, std::string>> ModelPlacement::QuantizedNodes() const {
+  std::vector<std::pair<std::string, std::string>> nodes;
+  for (const auto& s : scopes_) {
+    for (int i : s.plan.quantized_nodes) nodes.emplace_back(s.index->node(i).name(), s.index->node(i).op_type());
+  }
+  return nodes;
+}
+
 std::vector<std::pair<std::string, std::string>> ModelPlacement::LeftInFloat() const {
   std::vector<std::pair<std::string, std::string>> left;
   for (const auto& s : scopes_) {

@@ -24,7 +24,7 @@ import models
 REPO = Path(__file__).resolve().parents[2]
 
 # Flags whose value is a file ptqkit writes (so it may legitimately change).
-OUTPUT_FLAGS = {"--output_path", "--save_calibration_cache", "--log_file", "--report_json"}
+OUTPUT_FLAGS = {"--output_path", "--save_calibration_cache", "--log_file", "--report_json", "--report_html"}
 
 
 def pytest_addoption(parser):

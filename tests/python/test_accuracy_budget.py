@@ -67,10 +67,35 @@ def test_budget_already_met_changes_nothing(cli, resnet, calib, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "unknown accuracy budget metric 'l1'"),
-    (["--accuracy_budget", "0.1", "--eval_samples", "0"], "--accuracy_budget needs held-out calibration samples"),
+    (["--accuracy_budget", "0.1", "--eval_samples", "0"], "and held-out samples (--eval_samples > 0)"),
 ])
 def test_budget_refusals(cli, resnet, calib, tmp_path, args, message):
     r = cli.run("quantize", "--onnx_path", resnet, "--output_path", tmp_path / "q.onnx",
                 "--calibration_data_path", calib("resnet", n=40), *args)
     assert r.returncode != 0 and message in r.error_line()
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_html_report_shows_the_curve_and_the_loss(cli, outlier_mlp, outlier_calib, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    html, rep = tmp_path / "r.html", tmp_path / "r.json"
+    cli.quantize(outlier_mlp, tmp_path / "q.onnx", "--calibration_data_path", outlier_calib,
+                 "--accuracy_budget", "0.0001", "--report_html", html, "--report_json", rep)
+    js = json.loads(rep.read_text())
+    root = ET.fromstring(html.read_text())  # valid XHTML
+    ns = {"h": "http://www.w3.org/1999/xhtml", "s": "http://www.w3.org/2000/svg"}
+    circles = root.findall(".//s:circle", ns)
+    points = [c for c in circles if c.get("class", "").startswith("point")]
+    assert len(points) == len(js["accuracy_budget"]["curve"])
+    assert len([c for c in circles if c.get("class") == "chosen"]) == 1
+    assert len(root.findall(".//s:line[@class='budget']", ns)) == 1
+    text = "".join(root.itertext())
+    for node in js["accuracy_budget"]["excluded_nodes"]:
+        assert node in text
+    assert "logits" in text and "held-out" in text
+    # Same run, same bytes (no timestamps).
+    html2 = tmp_path / "r2.html"
+    cli.quantize(outlier_mlp, tmp_path / "q2.onnx", "--calibration_data_path", outlier_calib,
+                 "--accuracy_budget", "0.0001", "--report_html", html2)
+    assert html2.read_text().replace("q2.onnx", "q.onnx") == html.read_text()
