@@ -38,6 +38,13 @@ struct SensitivityOptions {
   // FP32 activations cached for probe sub-graphs, in MiB; above it every probe runs the whole
   // model on the calibration inputs (slower, same scores). 0: always whole-model probes.
   int64_t activation_cache_limit_mb = 2048;
+  // A calibration table (`ptqkit calibrate`, or `quantize --save_calibration_cache`) to take the
+  // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
+  std::string calibration_cache;
+  // Score only targets i with i % shard_count == shard_index (see ScoreSensitivityShard in
+  // pipeline/sensitivity_shard.h); ScoreSensitivity() requires shard_count == 1.
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
   std::function<void(int64_t, int64_t)> progress;           // (probes done, probes total)
 };
 

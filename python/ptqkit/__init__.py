@@ -13,7 +13,8 @@ Everything runs in the C++ library (the extension ``ptqkit._ptqkit``); this pack
 Python arguments onto its options. Errors are ``ptqkit.Error`` (a ``ValueError``) carrying the
 library's one-line message; ``error.kind`` is "invalid_input", "io", "runtime" or "unsupported".
 The command lines are ``python -m ptqkit`` (= ``ptqkit quantize``) and
-``python -m ptqkit.sensitivity`` (= ``ptqkit sensitivity``).
+``python -m ptqkit.sensitivity`` (= ``ptqkit sensitivity``). ``ptqkit.distributed`` (needs Ray:
+``pip install 'ptqkit[ray]'``) runs a sensitivity scan as shards on a Ray cluster.
 """
 from ptqkit._ptqkit import Error
 from ptqkit._quantize import quantize

@@ -6,7 +6,7 @@ import sys
 
 from ptqkit import _ptqkit
 
-SUBCOMMANDS = ("quantize", "sensitivity", "exclude", "inspect")
+SUBCOMMANDS = ("quantize", "calibrate", "sensitivity", "exclude", "inspect")
 
 
 def main(subcommand: str, prog: str, argv=None) -> int:

@@ -20,6 +20,7 @@ int RunCli(const std::vector<std::string>& args) {
   const cli::Command inspect = cli::RegisterInspect(app);
   const cli::Command exclude = cli::RegisterExclude(app);
   const cli::Command sensitivity = cli::RegisterSensitivity(app);
+  const cli::Command calibrate = cli::RegisterCalibrate(app);
 
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -30,6 +31,7 @@ int RunCli(const std::vector<std::string>& args) {
     if (app.got_subcommand("inspect")) code = inspect();
     if (app.got_subcommand("exclude")) code = exclude();
     if (app.got_subcommand("sensitivity")) code = sensitivity();
+    if (app.got_subcommand("calibrate")) code = calibrate();
   } catch (const CLI::CallForHelp& e) {
     code = app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

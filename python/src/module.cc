@@ -310,7 +310,8 @@ void BindSensitivityOptions(py::module_& m) {
       .def_readwrite("calibration_eps", &SensitivityOptions::calibration_eps)
       .def_readwrite("trt_plugins", &SensitivityOptions::trt_plugins)
       .def_readwrite("intra_op_num_threads", &SensitivityOptions::intra_op_num_threads)
-      .def_readwrite("activation_cache_limit_mb", &SensitivityOptions::activation_cache_limit_mb);
+      .def_readwrite("activation_cache_limit_mb", &SensitivityOptions::activation_cache_limit_mb)
+      .def_readwrite("calibration_cache", &SensitivityOptions::calibration_cache);
 }
 
 void BindPickerOptions(py::module_& m) {

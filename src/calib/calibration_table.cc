@@ -23,18 +23,24 @@ constexpr int kVersion = 2;
 
 }  // namespace
 
-void CalibrationTable::Save(const std::string& path) const {
+nlohmann::json CalibrationTable::ToJson() const {
   nlohmann::json entries = nlohmann::json::object();
   for (const auto& [name, stats] : tensors) entries[name] = stats.ToJson();
-  const nlohmann::json json = {
-      {"format", kFormat}, {"version", kVersion}, {"CalibrationTable", std::move(entries)}};
-  const std::string text = json.dump(1) + "\n";
+  nlohmann::json json = {{"format", kFormat}, {"version", kVersion}, {"CalibrationTable", std::move(entries)}};
+  if (!source.empty()) json["source"] = source;
+  return json;
+}
 
+void CalibrationTable::Save(const std::string& path) const {
+  const std::string text = ToJson().dump(1) + "\n";
   WriteFileAtomically(path, text);
 }
 
 CalibrationTable CalibrationTable::Load(const std::string& path) {
-  const nlohmann::json json = ReadJsonFile(path, "calibration table");
+  return FromJson(ReadJsonFile(path, "calibration table"), path);
+}
+
+CalibrationTable CalibrationTable::FromJson(const nlohmann::json& json, const std::string& path) {
   if (!json.is_object() || !json.contains("format") || json.at("format") != kFormat) {
     throw Error(fmt::format("'{}' is not a ptqkit calibration table (expected \"format\": \"{}\")",
                             path, kFormat));
@@ -60,6 +66,16 @@ CalibrationTable CalibrationTable::Load(const std::string& path) {
       table.tensors.emplace(name, TensorStatistics::FromJson(entry, name));
     } catch (const Error& e) {
       throw Error(fmt::format("calibration table '{}': {}", path, e.what()));
+    }
+  }
+  if (json.contains("source")) {
+    const nlohmann::json& source = json.at("source");
+    if (!source.is_object()) throw Error(fmt::format("calibration table '{}': \"source\" must be an object", path));
+    for (const auto& [key, value] : source.items()) {
+      if (!value.is_string()) {
+        throw Error(fmt::format("calibration table '{}': \"source\" entry \"{}\" must be a string", path, key));
+      }
+      table.source[key] = value.get<std::string>();
     }
   }
   return table;

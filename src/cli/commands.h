@@ -14,5 +14,6 @@ Command RegisterQuantize(CLI::App& app);
 Command RegisterInspect(CLI::App& app);
 Command RegisterExclude(CLI::App& app);
 Command RegisterSensitivity(CLI::App& app);
+Command RegisterCalibrate(CLI::App& app);
 
 }  // namespace ptqkit::cli

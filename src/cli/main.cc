@@ -1,4 +1,4 @@
-// ptqkit command line: `ptqkit <quantize|sensitivity|exclude|inspect> [options]`. Options are spelled as in
+// ptqkit command line: `ptqkit <quantize|calibrate|sensitivity|exclude|inspect> [options]`. Options are spelled as in
 // ModelOpt's `python -m modelopt.onnx.quantization`. Unknown options are refused (ModelOpt
 // silently ignores some); errors print one line "ptqkit: error: ..." and exit non-zero.
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   const ptqkit::cli::Command inspect = ptqkit::cli::RegisterInspect(app);
   const ptqkit::cli::Command exclude = ptqkit::cli::RegisterExclude(app);
   const ptqkit::cli::Command sensitivity = ptqkit::cli::RegisterSensitivity(app);
+  const ptqkit::cli::Command calibrate = ptqkit::cli::RegisterCalibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return inspect();
     if (app.got_subcommand("exclude")) return exclude();
     if (app.got_subcommand("sensitivity")) return sensitivity();
+    if (app.got_subcommand("calibrate")) return calibrate();
   } catch (const ptqkit::Error& e) {
     std::fprintf(stderr, "ptqkit: error: %s\n", e.what());
     return 1;

@@ -7,11 +7,14 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
+#include "pipeline/sensitivity_shard.h"
 #include "ptqkit/calibration.h"
+#include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "sensitivity/ranking_text.h"
 #include "sensitivity/report_html.h"
 #include "sensitivity/scores_file.h"
+#include "shard/sensitivity_part.h"
 
 namespace ptqkit::cli {
 namespace {
@@ -19,6 +22,17 @@ namespace {
 std::string DefaultJsonPath(const std::string& model) {
   const std::filesystem::path p(model);
   return (p.parent_path() / (p.stem().string() + ".sensitivity.json")).string();
+}
+
+std::string DefaultPartPath(const std::string& model, const shard::ShardSpec& s) {
+  const std::filesystem::path p(model);
+  return (p.parent_path() / fmt::format("{}.sensitivity.part{}of{}.json", p.stem().string(), s.index, s.count)).string();
+}
+
+SensitivityResult MergeParts(const std::vector<std::string>& paths) {
+  std::vector<shard::SensitivityPart> parts;
+  for (const auto& p : paths) parts.push_back(shard::LoadSensitivityPart(p));
+  return shard::MergeSensitivityParts(parts, paths);
 }
 
 }  // namespace
@@ -34,7 +48,9 @@ Command RegisterSensitivity(CLI::App& app) {
   auto log_level = std::make_shared<std::string>("INFO");
   auto log_file = std::make_shared<std::string>();
 
-  cmd->add_option("--onnx_path", o->onnx_path, "FP32 ONNX model (never modified)")->required();
+  auto shard_text = std::make_shared<std::string>();
+  auto merge = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--onnx_path", o->onnx_path, "FP32 ONNX model (never modified); required unless --merge");
   cmd->add_option("--calibration_data_path", *data_path, ".npy / .npz / folder; none = synthetic (directional only)");
   cmd->add_option("--granularity", o->granularity, "op_type | node")->capture_default_str();
   cmd->add_option("--metric", o->metric, "kl_div | mse | cos")->capture_default_str();
@@ -54,6 +70,12 @@ Command RegisterSensitivity(CLI::App& app) {
                   "FP32 activations cached for probe sub-graphs (MiB); above it probes run the whole model; 0 = always")
       ->capture_default_str();
   cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--calibration_cache", o->calibration_cache,
+                  "Take the ranges from this calibration table (ptqkit calibrate) instead of calibrating");
+  cmd->add_option("--shard", *shard_text,
+                  "K/N: score only targets K, K+N, K+2N, ... (K from 0) and write a part file for --merge");
+  cmd->add_option("--merge", *merge, "Merge these part files (every shard of one scan, any order) into the scores file")
+      ->expected(1, -1);
   cmd->add_option("--output_json", *output_json, "Scores file (default: <model>.sensitivity.json beside the model)");
   cmd->add_option("--report", *report, "Also write a self-contained HTML report here");
   cmd->add_flag("--show_zero_scores", *show_zero, "List targets whose score is 0 too");
@@ -68,25 +90,48 @@ Command RegisterSensitivity(CLI::App& app) {
     std::string axes_text;
     for (const std::string& entry : *batch_axis) axes_text += entry + ",";
     o->calibration_batch_axis = ParseBatchAxisList(axes_text);
-    const std::string json_path = output_json->empty() ? DefaultJsonPath(o->onnx_path) : *output_json;
+    if (!merge->empty() && (!o->onnx_path.empty() || !shard_text->empty())) {
+      throw Error("sensitivity --merge takes only part files (and --output_json, --report): the parts know their run");
+    }
+    if (merge->empty() && o->onnx_path.empty()) throw Error("sensitivity needs --onnx_path (or --merge parts...)");
+    if (!shard_text->empty()) {
+      const shard::ShardSpec spec = shard::ParseShard(*shard_text);
+      o->shard_index = spec.index;
+      o->shard_count = spec.count;
+      const std::string path = output_json->empty() ? DefaultPartPath(o->onnx_path, spec) : *output_json;
+      shard::SensitivityPart part;
+      {
+        ProgressBar bar("probing");
+        o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+        part = ScoreSensitivityShard(*o);
+        o->progress = nullptr;
+      }
+      shard::SaveSensitivityPart(part, path);
+      fmt::print("shard {}: {} of {} target(s): {} scored, {} failed\nWrote {}\n", *shard_text, part.targets.size(),
+                 part.num_targets, part.result.scores.size(), part.result.failed.size(), path);
+      return 0;
+    }
     sensitivity::SensitivityResult result;
-    {
+    if (!merge->empty()) {
+      result = MergeParts(*merge);
+    } else {
       ProgressBar bar("probing");
       o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
       result = ScoreSensitivity(*o);
       o->progress = nullptr;
     }
+    const std::string json_path = output_json->empty() ? DefaultJsonPath(result.onnx_path) : *output_json;
     // Write both files only once both are rendered, so an error leaves neither behind.
     AtomicFileWriter json_writer, html_writer;
     json_writer.Stage(json_path, sensitivity::SerializeResult(result));
     if (!report->empty()) {
       const std::map<std::string, std::string> settings = {
-          {"onnx_path", o->onnx_path},
-          {"calibration_data_path", data_path->empty() ? "(synthetic)" : *data_path},
-          {"granularity", o->granularity},
-          {"metric", o->metric},
-          {"target_precision", o->target_precision},
-          {"calibration_method", o->calibration_method}};
+          {"onnx_path", result.onnx_path},
+          {"calibration_data_path", !merge->empty() ? "(merged parts)" : data_path->empty() ? "(synthetic)" : *data_path},
+          {"granularity", result.granularity},
+          {"metric", result.metric},
+          {"target_precision", result.target_precision},
+          {"calibration_method", !merge->empty() ? "(merged parts)" : o->calibration_method}};
       html_writer.Stage(*report, sensitivity::RenderHtmlReport(result, nullptr, settings));
     }
     json_writer.Commit();

@@ -13,6 +13,7 @@
 #include "onnx/session_model.h"
 #include "onnx/subgraphs.h"
 #include "onnx/float16.h"
+#include "pipeline/model_inputs.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -104,26 +105,34 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
     if (observed.count(t)) result.table.tensors.emplace(t, calib::TensorStatistics(t, request.histograms));
   }
 
+  // Graph inputs reach us cast to the model's declared type, so the declaration says whether they
+  // are float; a shard whose slice holds no batch then keeps the same tensors as any other.
+  std::set<std::string> float_inputs;
+  for (const auto& spec : ModelInputSpecs(model.graph()))
+    if (IsFloat(spec.dtype)) float_inputs.insert(spec.name);
+  for (const auto& t : from_inputs)
+    if (!float_inputs.count(t)) result.not_float.push_back(t);
+
   std::vector<float> scratch;  // for graph inputs, observed on this thread
   std::vector<std::vector<float>> scratches(CollectorThreads());
   const int64_t batches = request.num_batches > 0 ? request.num_batches : data.NumBatches(request.batch_size);
-  for (int64_t b = 0; b < batches; ++b) {
+  const int64_t first = request.sliced ? request.first_batch : 0;
+  const int64_t end = request.sliced ? std::min(request.end_batch, batches) : batches;
+  for (int64_t b = first; b < end; ++b) {
     const Batch batch = data.ReadBatch(b, request.batch_size);
     for (const auto& t : from_inputs) {
       const HostTensor& in = batch.at(t);
-      if (!IsFloat(in.dtype)) {
-        if (b == 0) result.not_float.push_back(t);
-        continue;
-      }
+      if (!float_inputs.count(t)) continue;
       Observe(&result.table.tensors.at(t), in.dtype, in.bytes.data(), in.NumElements(), &scratch);
     }
     session.RunBatch(batch, run_outputs, [&](const std::vector<OutputView>& views) {
       ObserveInParallel(views, tensor_of, &result.table, &scratches);
     });
-    if (request.progress) request.progress(b + 1, batches);
+    if (request.progress) request.progress(b + 1 - first, end - first);
   }
   for (const auto& t : result.not_float) result.table.tensors.erase(t);
-  result.num_samples = std::min(data.num_samples(), batches * request.batch_size);
+  const int64_t used = std::min(data.num_samples(), batches * request.batch_size);
+  result.num_samples = std::max<int64_t>(0, std::min(used, end * request.batch_size) - first * request.batch_size);
   return result;
 }
 

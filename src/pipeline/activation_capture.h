@@ -21,6 +21,11 @@ struct CaptureRequest {
   bool histograms = true;            // false for max calibration (cheaper)
   int64_t batch_size = 1;
   int64_t num_batches = 0;  // 0: every batch, the last one possibly short
+  // A shard's slice (`ptqkit calibrate --shard`): only batches [first_batch, end_batch), possibly
+  // none. Statistics merge exactly, so the slices' tables merge into the whole run's table.
+  bool sliced = false;
+  int64_t first_batch = 0;
+  int64_t end_batch = 0;
   std::function<void(int64_t, int64_t)> progress;
 };
 

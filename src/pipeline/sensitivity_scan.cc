@@ -15,6 +15,8 @@
 #include "pipeline/probe_cut.h"
 #include "pipeline/probe_eval.h"
 #include "pipeline/probe_merge.h"
+#include "pipeline/run_digests.h"
+#include "pipeline/sensitivity_shard.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "quant/placement.h"
@@ -97,7 +99,66 @@ void CheckOptions(const SensitivityOptions& o) {
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw Error(fmt::format("shard {}/{}: expected K/N with N >= 1 and 0 <= K < N", o.shard_index, o.shard_count));
+  }
 }
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+// Ranges from a calibration table written earlier. A table that says which model it was
+// calibrated on must name this one; tensors it lacks are treated like tensors calibration could
+// not observe (their probes lose them), since a table written by quantize holds only its plan's.
+calib::CalibrationTable LoadTableFor(const SensitivityOptions& o, const std::string& model_digest,
+                                     const std::set<std::string>& wanted) {
+  calib::CalibrationTable table = calib::CalibrationTable::Load(o.calibration_cache);
+  auto it = table.source.find("model");
+  if (it != table.source.end() && it->second != model_digest) {
+    throw Error(fmt::format("calibration table '{}' was calibrated on another model (digest {}; '{}' has {})",
+                            o.calibration_cache, it->second, o.onnx_path, model_digest));
+  }
+  int64_t missing = 0;
+  for (const auto& t : wanted) missing += table.tensors.count(t) ? 0 : 1;
+  if (missing > 0) {
+    log::Info("calibration table '{}' has no statistics for {} of the {} tensor(s) the probes read (not float, or "
+              "not in its plan); those stay float",
+              o.calibration_cache, missing, wanted.size());
+  }
+  return table;
+}
+
+// Everything a shard's scores depend on besides its slice (shard/fingerprint.h).
+shard::Fingerprint ScanFingerprint(const SensitivityOptions& o, const std::string& model_digest,
+                                   const CalibrationData& data, const EvalBatches& eval, int64_t num_targets) {
+  return {{"ptqkit_version", PTQKIT_VERSION},
+          {"model", model_digest},
+          {"data", DataDigest(data.set)},
+          {"data_source", data.synthetic ? fmt::format("synthetic (seed {})", o.synthetic_seed) : "real"},
+          {"data_samples", std::to_string(eval.samples)},
+          {"eval_batch_size", std::to_string(eval.batch_size)},
+          {"granularity", o.granularity},
+          {"metric", o.metric},
+          {"target_precision", o.target_precision},
+          {"calibration_method", o.calibration_method},
+          {"calibration", o.calibration_cache.empty() ? "calibrated by the scan"
+                                                      : "table " + FileDigest(o.calibration_cache)},
+          {"op_types_scope", Join(o.op_types_scope)},
+          {"activation_cache_limit_mb", std::to_string(o.activation_cache_limit_mb)},
+          {"calibration_eps", Join(o.calibration_eps)},
+          {"num_targets", std::to_string(num_targets)}};
+}
+
+// A scan of all targets (shard 0/1) or of one shard's.
+struct ScanOutcome {
+  SensitivityResult result;
+  std::vector<std::string> targets;  // the targets this shard owns, in scan order
+  int64_t num_targets = 0;
+  shard::Fingerprint fingerprint;    // only for shards
+};
 
 }  // namespace
 
@@ -116,7 +177,10 @@ bool InDefaultSensitivityScope(const std::string& op) {
   return kScope.count(op) > 0;
 }
 
-sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
+namespace {
+
+// as_part: score one shard's targets and fingerprint the run (ScoreSensitivityShard).
+ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   const auto start = Clock::now();
   CheckOptions(o);
   const sensitivity::Metric metric = sensitivity::ParseMetric(o.metric);
@@ -136,26 +200,57 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
 
   GraphIndex index(model.graph());
   std::vector<Probe> probes = MakeProbes(index, o);
+  const shard::ShardSpec spec{o.shard_index, o.shard_count};
+  const bool sharded = as_part;
+  const std::string model_digest =
+      sharded || !o.calibration_cache.empty() ? ModelDigest(o.onnx_path, prepared.proto) : "";
 
-  // One calibration pass over the union of every probe's activation tensors.
+  // One calibration pass over the union of every probe's activation tensors, or a table calibrated
+  // earlier on exactly that union (`calibrate --for_sensitivity`). A shard observes the whole union
+  // too, not only its own probes' tensors: ONNX Runtime fuses differently when other tensors are
+  // graph outputs, and the activations would then differ from a whole scan's in the last bit.
   const auto calib_start = Clock::now();
   std::set<std::string> wanted;
   for (const auto& p : probes)
     for (const auto& t : p.plan.ActivationTensors()) wanted.insert(t);
-  CaptureRequest capture;
-  capture.tensors.assign(wanted.begin(), wanted.end());
-  capture.histograms = method != calib::Method::kMax;
-  capture.batch_size = data.batch_size;
-  capture.num_batches = data.num_batches;
-  CaptureResult captured = CaptureStatistics(model, data.set, capture, runtime);
-  for (auto& p : probes)
-    for (const auto& t : captured.not_float) p.plan.DropTensor(t, index, "input is not a float tensor");
+  calib::CalibrationTable table;
+  int64_t num_samples = std::min(data.set.num_samples(), data.num_batches * data.batch_size);
+  if (o.calibration_cache.empty()) {
+    CaptureRequest capture;
+    capture.tensors.assign(wanted.begin(), wanted.end());
+    capture.histograms = method != calib::Method::kMax;
+    capture.batch_size = data.batch_size;
+    capture.num_batches = data.num_batches;
+    CaptureResult captured = CaptureStatistics(model, data.set, capture, runtime);
+    table = std::move(captured.table);
+    num_samples = captured.num_samples;
+  } else {
+    table = LoadTableFor(o, model_digest, wanted);
+  }
+  for (const auto& t : wanted) {
+    if (table.tensors.count(t)) continue;
+    for (auto& p : probes) p.plan.DropTensor(t, index, "input is not a float tensor");
+  }
+  // Ranges only for the tensors this shard's probes quantize: the mse/entropy searches cost
+  // milliseconds per tensor, a fixed cost per shard that would not shrink with N otherwise.
+  std::set<std::string> ranged;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (!shard::OwnsStrided(static_cast<int64_t>(i), spec)) continue;
+    for (const auto& t : probes[i].plan.ActivationTensors()) ranged.insert(t);
+  }
   std::map<std::string, float> amax;
-  for (const auto& [name, stats] : captured.table.tensors) amax[name] = calib::ComputeAmax(stats, method, 99.999, fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8);
+  for (const auto& t : ranged) {
+    auto it = table.tensors.find(t);
+    if (it != table.tensors.end()) {
+      amax[t] = calib::ComputeAmax(it->second, method, 99.999, fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8);
+    }
+  }
   const double calibration_s = Since(calib_start);
 
   const auto ref_start = Clock::now();
-  const EvalBatches eval = ChooseEvalBatches(prepared, data, captured.num_samples);
+  const EvalBatches eval = ChooseEvalBatches(prepared, data, num_samples);
+  // Every shard caches the boundaries of all probes, not only its own, so that it makes the same
+  // choice between sub-graph and whole-model probes (--activation_cache_limit_mb) as a whole scan.
   std::set<std::string> boundaries;
   for (auto& p : probes) {
     if (p.plan.tensors.empty()) continue;
@@ -169,7 +264,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   sensitivity::SensitivityResult result;
   result.onnx_path = o.onnx_path;
   result.calibration_source = data.synthetic ? "synthetic" : "real";
-  result.num_calibration_samples = captured.num_samples;
+  result.num_calibration_samples = num_samples;
   result.metric = sensitivity::MetricName(metric);
   result.granularity = o.granularity;
   result.target_precision = o.target_precision;
@@ -181,9 +276,13 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   for (const auto& t : model.graph().initializer()) original_initializers.insert(t.name());
   RuntimeOptions probe_runtime = runtime;
   probe_runtime.basic_optimizations_only = fp8;
+  ScanOutcome outcome;
+  outcome.num_targets = static_cast<int64_t>(probes.size());
+  for (size_t i = 0; i < probes.size(); ++i)
+    if (shard::OwnsStrided(static_cast<int64_t>(i), spec)) outcome.targets.push_back(probes[i].target);
   int64_t done = 0;
   const auto report_progress = [&] {
-    if (o.progress) o.progress(++done, static_cast<int64_t>(probes.size()));
+    if (o.progress) o.progress(++done, static_cast<int64_t>(outcome.targets.size()));
   };
   const auto fail = [&](size_t i, const std::string& why) {
     result.failed.emplace_back(probes[i].target, why);
@@ -246,6 +345,7 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     pending.clear();
   };
   for (size_t i = 0; i < probes.size(); ++i) {
+    if (!shard::OwnsStrided(static_cast<int64_t>(i), spec)) continue;
     const Probe& p = probes[i];
     if (p.plan.tensors.empty()) {
       fail(i, "probe inserts no Q/DQ (no quantizable float input)");
@@ -280,7 +380,14 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
     if (pending.size() >= kProbesPerSession) flush();
   }
   flush();
-  if (result.scores.empty()) {
+  // Failures are found in session-batch order; list them in scan order, which does not depend on
+  // how probes were batched into sessions (nor, for merged shards, on the split).
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < probes.size(); ++i) position[probes[i].target] = i;
+  const auto by_position = [&](const auto& a, const auto& b) { return position.at(a.first) < position.at(b.first); };
+  std::stable_sort(result.failed.begin(), result.failed.end(), by_position);
+  std::stable_sort(result.non_finite.begin(), result.non_finite.end(), by_position);
+  if (result.scores.empty() && !sharded) {
     if (probes.empty()) {
       throw Error(fmt::format("sensitivity scan of '{}' has nothing to score: no node of the model is in "
                               "the scope (--op_types_scope)", o.onnx_path));
@@ -293,8 +400,37 @@ sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   result.timings["reference_s"] = reference_s;
   result.timings["probes_s"] = Since(probes_start);
   result.timings["probes_onnxruntime_s"] = probe_run_s;
+  if (sharded) outcome.fingerprint = ScanFingerprint(o, model_digest, data, eval, outcome.num_targets);
   result.timings["total_s"] = Since(start);
-  return result;
+  outcome.result = std::move(result);
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<std::string> ScanCalibrationTensors(const onnx::ModelProto& model, const SensitivityOptions& o) {
+  const GraphIndex index(model.graph());
+  std::set<std::string> wanted;
+  for (const auto& p : MakeProbes(index, o))
+    for (const auto& t : p.plan.ActivationTensors()) wanted.insert(t);
+  return {wanted.begin(), wanted.end()};
+}
+
+sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
+  if (o.shard_count != 1) throw Error("ScoreSensitivity scores every target; use ScoreSensitivityShard for a shard");
+  return Scan(o, false).result;
+}
+
+shard::SensitivityPart ScoreSensitivityShard(const SensitivityOptions& o) {
+  // A 1/1 "shard" is a part too (fingerprinted, mergeable), so N = 1 needs no special case.
+  ScanOutcome outcome = Scan(o, true);
+  shard::SensitivityPart part;
+  part.shard = {o.shard_index, o.shard_count};
+  part.num_targets = outcome.num_targets;
+  part.targets = std::move(outcome.targets);
+  part.fingerprint = std::move(outcome.fingerprint);
+  part.result = std::move(outcome.result);
+  return part;
 }
 
 }  // namespace ptqkit

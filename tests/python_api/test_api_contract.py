@@ -25,7 +25,8 @@ from api_helpers import without_timings
 NOT_KEYWORDS = {
     "quantize": {"help"},
     # The ranking printout is the CLI's; score() returns the scores instead of printing them.
-    "sensitivity": {"help", "show_zero_scores"},
+    # Shards and merges are command-line tools for batch schedulers; Python has ptqkit.distributed.
+    "sensitivity": {"help", "show_zero_scores", "shard", "merge"},
 }
 
 

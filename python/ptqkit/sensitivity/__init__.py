@@ -40,6 +40,7 @@ def score(
     trt_plugins=None,
     intra_op_num_threads=None,
     activation_cache_limit_mb: int = 2048,
+    calibration_cache=None,
     output_json=None,
     report=None,
     log_level: str = "INFO",
@@ -55,6 +56,9 @@ def score(
 
     activation_cache_limit_mb: FP32 activations cached for probe sub-graphs; above it every probe
     runs the whole model (same scores, slower); 0 = always whole-model probes.
+
+    calibration_cache: a calibration table (`ptqkit calibrate --for_sensitivity`) to take the
+    ranges from instead of calibrating; a table of another model is refused.
 
     Returns {"scores": {target: score}, "failed": [{"target", "reason"}], "non_finite":
     [{"target", "reason"}] (probes whose outputs turned NaN/Inf; their score is the largest finite
@@ -80,6 +84,7 @@ def score(
     o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
     o.intra_op_num_threads = _options.count(intra_op_num_threads)
     o.activation_cache_limit_mb = int(activation_cache_limit_mb)
+    o.calibration_cache = _options.path(calibration_cache)
     text = _ptqkit.score(o, data.arrays, _options.path(output_json), _options.path(report), data.label,
                          log_level, _options.path(log_file))
     return json.loads(text)

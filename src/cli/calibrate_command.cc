@@ -1,0 +1,133 @@
+// `ptqkit calibrate`: the calibration pass alone, so it can be split over machines.
+//
+//   ptqkit calibrate --onnx_path M --calibration_data_path D -o table.json           (whole)
+//   ptqkit calibrate --onnx_path M --calibration_data_path D --shard K/N -o part_K.json
+//   ptqkit calibrate --merge part_*.json -o table.json   (= the whole run's bytes, any N, any order)
+//   ... --for_sensitivity --granularity node   (the tensors of a sensitivity scan, not quantize's)
+//
+// The data and calibration options are quantize's, with the same names and defaults.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/progress_bar.h"
+#include "pipeline/calibrate.h"
+#include "ptqkit/calibration.h"
+#include "ptqkit/error.h"
+#include "shard/calibration_part.h"
+
+namespace ptqkit::cli {
+namespace {
+
+std::string DefaultOutput(const std::string& model, const shard::ShardSpec& s, bool sharded) {
+  const std::filesystem::path p(model);
+  const std::string suffix = sharded ? fmt::format(".calibration.part{}of{}.json", s.index, s.count) : ".calibration.json";
+  return (p.parent_path() / (p.stem().string() + suffix)).string();
+}
+
+int Merge(const std::vector<std::string>& paths, const std::string& output) {
+  if (output.empty()) throw Error("calibrate --merge needs -o/--output (the merged table's path)");
+  std::vector<shard::CalibrationPart> parts;
+  for (const auto& p : paths) parts.push_back(shard::LoadCalibrationPart(p));
+  const calib::CalibrationTable table = shard::MergeCalibrationParts(parts, paths);
+  table.Save(output);
+  int64_t samples = 0;
+  for (const auto& p : parts) samples += p.num_samples;
+  fmt::print("Merged {} part(s): {} tensor(s), {} sample(s)\nWrote {}\n", parts.size(), table.tensors.size(), samples,
+             output);
+  return 0;
+}
+
+}  // namespace
+
+Command RegisterCalibrate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("calibrate", "Calibrate only: write a calibration table, or one shard's part of it");
+  auto o = std::make_shared<QuantizeOptions>();
+  auto shapes = std::make_shared<std::string>();
+  auto batch_axis = std::make_shared<std::vector<std::string>>();
+  auto shard_text = std::make_shared<std::string>();
+  auto merge = std::make_shared<std::vector<std::string>>();
+  auto output = std::make_shared<std::string>();
+  auto log_level = std::make_shared<std::string>("INFO");
+  auto log_file = std::make_shared<std::string>();
+
+  cmd->add_option("--onnx_path", o->onnx_path, "FP32 ONNX model (never modified)");
+  cmd->add_option("-o,--output", *output,
+                  "Table (or part with --shard) to write (default: <model>.calibration.json / "
+                  "<model>.calibration.partKofN.json beside the model)");
+  cmd->add_option("--shard", *shard_text, "K/N: calibrate only the K-th of N contiguous slices of the batches (K from 0)");
+  cmd->add_option("--merge", *merge, "Merge these part files (every shard of one run, any order) into one table")
+      ->expected(1, -1);
+  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 (fp8 calibrates the opset-19 model, as quantize)")
+      ->capture_default_str();
+  cmd->add_option("--target_runtime", o->target_runtime, "As quantize: with fp8, ort_cpu calibrates the opset-21 model")
+      ->capture_default_str();
+  cmd->add_option("--calibration_data_path", o->calibration_data_path,
+                  ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
+  cmd->add_option("--calibration_method", o->calibration_method,
+                  "max keeps no histograms (the table then serves max only); any other method keeps them (default mse)");
+  cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");
+  cmd->add_option("--calibration_batch_axis", *batch_axis, "Axis the samples of an input lie along, e.g. state:1");
+  cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
+                  "Batch size for models with a dynamic batch dimension (default 1)");
+  cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
+      ->capture_default_str();
+  cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries (.so) for the trt provider");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
+      ->capture_default_str();
+  cmd->add_option("--eval_samples", o->eval_samples,
+                  "As quantize: the last samples its loss report holds out are left out of the table too "
+                  "(not with --for_sensitivity: a scan calibrates on every sample)")
+      ->capture_default_str();
+  cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "As quantize: the plan whose tensors are kept");
+  cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "As quantize");
+  cmd->add_option("--nodes_to_quantize", o->nodes_to_quantize, "As quantize");
+  cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude, "As quantize");
+  auto scan = std::make_shared<SensitivityOptions>();
+  auto for_scan = std::make_shared<bool>(false);
+  cmd->add_flag("--for_sensitivity", *for_scan,
+                "Calibrate the tensors of a sensitivity scan (--granularity, --op_types_scope; precision = "
+                "--quantize_mode) instead of quantize's plan, for `sensitivity --calibration_cache`");
+  cmd->add_option("--granularity", scan->granularity, "With --for_sensitivity: op_type | node")->capture_default_str();
+  cmd->add_option("--op_types_scope", scan->op_types_scope, "With --for_sensitivity: the scan's op types");
+  cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
+  cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
+
+  return [=]() {
+    log::SetLevel(log::ParseLevel(*log_level));
+    if (!log_file->empty()) log::SetFile(*log_file);
+    if (!merge->empty()) {
+      if (!o->onnx_path.empty() || !shard_text->empty()) {
+        throw Error("calibrate --merge takes only part files and -o (the parts know their model and data)");
+      }
+      return Merge(*merge, *output);
+    }
+    if (o->onnx_path.empty()) throw Error("calibrate needs --onnx_path (or --merge parts...)");
+    if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
+    std::string axes_text;
+    for (const std::string& entry : *batch_axis) axes_text += entry + ",";
+    o->calibration_batch_axis = ParseBatchAxisList(axes_text);
+    const bool sharded = !shard_text->empty();
+    const shard::ShardSpec spec = sharded ? shard::ParseShard(*shard_text) : shard::ShardSpec{};
+    const std::string path = output->empty() ? DefaultOutput(o->onnx_path, spec, sharded) : *output;
+    shard::CalibrationPart part;
+    {
+      ProgressBar bar("calibrating");
+      o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+      scan->target_precision = o->quantize_mode;
+      part = Calibrate(*o, spec, *for_scan ? scan.get() : nullptr);
+      o->progress = nullptr;
+    }
+    if (sharded) shard::SaveCalibrationPart(part, path);
+    else part.table.Save(path);
+    fmt::print("calibration{}: {} tensor(s), {} sample(s)\nWrote {}\n",
+               sharded ? " shard " + shard::ShardName(spec) : "", part.table.tensors.size(), part.num_samples, path);
+    return 0;
+  };
+}
+
+}  // namespace ptqkit::cli

@@ -1,0 +1,28 @@
+// ScoreSensitivityShard(): one shard of a sensitivity scan (`ptqkit sensitivity --shard K/N`).
+// It calibrates (or reads --calibration_cache) and computes the FP32 reference exactly as a whole
+// scan does, then probes only targets K, K+N, ...; shard::MergeSensitivityParts() turns the N
+// parts into the whole scan's result.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "ptqkit/sensitivity.h"
+#include "shard/sensitivity_part.h"
+
+namespace ptqkit {
+
+// REQUIRES: 0 <= options.shard_index < options.shard_count. Throws ptqkit::Error as
+// ScoreSensitivity() does, except that a shard that scores nothing is not an error (its targets
+// may all legitimately fail; the merge checks the whole).
+shard::SensitivityPart ScoreSensitivityShard(const SensitivityOptions& options);
+
+// The tensors a scan with `options` calibrates: the union of its probes' activation tensors, on
+// the prepared model (upgraded to opset 19 for fp8). `ptqkit calibrate --for_sensitivity` observes
+// exactly these, because ONNX Runtime fuses differently when other tensors are graph outputs and
+// activations can then differ in the last bit: a table of the same tensors gives the same scores.
+std::vector<std::string> ScanCalibrationTensors(const onnx::ModelProto& model, const SensitivityOptions& options);
+
+}  // namespace ptqkit
