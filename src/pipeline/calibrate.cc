@@ -48,8 +48,8 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   }
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
-  // The opset quantize runs at (FP8 Q/DQ from 19; without zero points, for ONNX Runtime on CPU, 21).
-  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, o.target_runtime == "ort_cpu" ? 21 : 19);
+  // The opset quantize runs at (FP8 Q/DQ from 19), so the same tensors are observed.
+  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);
   const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)
                                                     : ModelPlacement(&prepared.proto, PlanOptions(o)).ActivationTensors();
   const std::string purpose =
