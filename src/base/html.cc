@@ -39,6 +39,15 @@ size_t Utf8Length(const std::string& s, size_t i) {
 
 }  // namespace
 
+const char* const kBaseStyle = R"(body { font-family: sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+.note { color: #8a5a00; background: #fff6e0; padding: 6px 10px; }
+.chart text { font-size: 11px; font-family: sans-serif; }
+)";
+
 // Text and attribute values: markup characters escaped; what XML 1.0 forbids (control
 // characters, broken UTF-8) becomes U+FFFD so one odd node name cannot break the file.
 std::string Escape(const std::string& text) {

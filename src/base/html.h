@@ -9,6 +9,10 @@
 
 namespace ptqkit::html {
 
+// The page style every report starts from (fonts, headings, tables, notes); reports append the
+// rules of their own charts.
+extern const char* const kBaseStyle;
+
 // Text and attribute values: markup characters escaped; what XML 1.0 forbids (control
 // characters, broken UTF-8) becomes U+FFFD so one odd node name cannot break the file.
 std::string Escape(const std::string& text);

@@ -91,6 +91,17 @@ std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const cali
   return amax;
 }
 
+// How the options shape the Q/DQ nodes (the run's own rewrite and every budget candidate's).
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o) {
+  const bool fp8 = o.quantize_mode == "fp8";
+  RewriteOptions rewrite;
+  rewrite.dq_only = o.dq_only;
+  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+  rewrite.activation_after_dq = fp8 && o.target_runtime == "ort_cpu";
+  rewrite.reduce_range = o.reduce_range;
+  return rewrite;
+}
+
 // The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
 // ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
 // table, evaluated on the held-out samples. Returns the nodes to keep in float.
@@ -105,11 +116,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   const bool fp8 = o.quantize_mode == "fp8";
   const calib::Method method = calib::ParseMethod(report->calibration_method);
   const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  RewriteOptions rewrite;
-  rewrite.dq_only = o.dq_only;
-  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  rewrite.activation_after_dq = fp8 && o.target_runtime == "ort_cpu";
-  rewrite.reduce_range = o.reduce_range;
+  const RewriteOptions rewrite = RewriteOptionsFor(o);
   // With the caller's scorer: the drop of its score from the FP32 model's.
   const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
   const auto score_drop = [&](const onnx::ModelProto& candidate) {
@@ -254,11 +261,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
   const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  RewriteOptions rewrite;
-  rewrite.dq_only = o.dq_only;
-  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  rewrite.activation_after_dq = fp8 && o.target_runtime == "ort_cpu";
-  rewrite.reduce_range = o.reduce_range;
+  const RewriteOptions rewrite = RewriteOptionsFor(o);
   RuntimeOptions eval_runtime = Runtime(o);
   // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load

@@ -13,14 +13,7 @@ namespace {
 using html::Escape;
 using html::Row;
 
-constexpr const char* kStyle = R"(body { font-family: sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; }
-h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
-.note { color: #8a5a00; background: #fff6e0; padding: 6px 10px; }
-.chart text { font-size: 11px; font-family: sans-serif; }
-.chart .axis { stroke: #888; stroke-width: 1; }
+constexpr const char* kChartStyle = R"(.chart .axis { stroke: #888; stroke-width: 1; }
 .chart .point { fill: #5b8def; }
 .chart .point.met { fill: #2e8b57; }
 .chart .chosen { fill: none; stroke: #2e8b57; stroke-width: 2; }
@@ -124,7 +117,8 @@ std::string RenderQuantizeReport(const QuantizeReport& r, const QuantizeOptions&
   std::string out =
       "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
       "<meta charset=\"utf-8\" />\n<title>ptqkit quantize report</title>\n<style>\n";
-  out += kStyle;
+  out += html::kBaseStyle;
+  out += kChartStyle;
   out += "</style>\n</head>\n<body>\n<h1>ptqkit quantize report</h1>\n";
   int total = 0;
   for (const auto& [op, n] : r.quantized_by_op_type) total += n;

@@ -84,14 +84,7 @@ std::string BarChart(const std::vector<Bar>& bars, long cut, const std::string& 
   return out + "</svg>\n";
 }
 
-constexpr const char* kStyle = R"(body { font-family: sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; }
-h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
-.note { color: #8a5a00; background: #fff6e0; padding: 6px 10px; }
-.chart text { font-size: 11px; font-family: sans-serif; }
-.chart .bar { fill: #5b8def; }
+constexpr const char* kChartStyle = R"(.chart .bar { fill: #5b8def; }
 .chart .bar.cut { fill: #d9534f; }
 .chart .value { fill: #555; }
 .chart .cutline { stroke: #d9534f; stroke-width: 1.5; stroke-dasharray: 6 4; }
@@ -110,7 +103,7 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
       "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
       "<meta charset=\"utf-8\" />\n";
   out += fmt::format("<title>ptqkit sensitivity: {}</title>\n", Escape(result.onnx_path));
-  out += fmt::format("<style>\n{}</style>\n</head>\n<body>\n", kStyle);
+  out += fmt::format("<style>\n{}{}</style>\n</head>\n<body>\n", html::kBaseStyle, kChartStyle);
   out += "<h1>Sensitivity scan</h1>\n";
   out += fmt::format("<p><code>{}</code></p>\n", Escape(result.onnx_path));
   if (result.calibration_source == "synthetic") {
