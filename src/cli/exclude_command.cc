@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/io_guard.h"
 #include "base/json_file.h"
 #include "base/log.h"
 #include "cli/commands.h"
@@ -101,6 +102,11 @@ std::map<std::string, std::string> ReportSettings(const ExcludeArgs& a, const Pi
 
 int RunExclude(const ExcludeArgs& a) {
   log::SetLevel(log::ParseLevel(a.log_level));
+  IoGuard files;
+  files.Input(a.scores_path, "--scores");
+  files.Input(a.blocks_path, "--blocks");
+  files.Output(a.report_path, "--report");
+  files.Check();
   const sensitivity::SensitivityResult result = sensitivity::ReadResult(a.scores_path);
   PickerOptions options;
   if (a.coverage) options.coverage = *a.coverage;
@@ -130,8 +136,30 @@ int RunExclude(const ExcludeArgs& a) {
   if (a.format == "list") {
     for (const auto& name : pick.excluded) fmt::print("{}\n", name);
   } else if (a.format == "cli") {
+    // `$(ptqkit exclude --format cli)` splits on whitespace and expands globs but removes no
+    // quotes: a name that needed quoting would arrive with its quotes, select nothing and stay
+    // quantized. Refuse, and point at the format that carries any name.
+    for (const auto& name : pick.excluded) {
+      // A leading '@' would be read as a response file, a leading '-' as an option.
+      if (sensitivity::ShellQuote(name) != name || name.front() == '@' || name.front() == '-') {
+        throw Error(fmt::format("--format cli: name '{}' holds characters that do not survive $(...) on a command "
+                                "line; write a response file with --format args > f.args and pass @f.args to "
+                                "ptqkit quantize",
+                                name));
+      }
+    }
     const std::string args = sensitivity::RenderExcludeArgs(pick.excluded, result.granularity);
     if (!args.empty()) fmt::print("{}\n", args);
+  } else if (a.format == "args") {
+    // A response file for `ptqkit quantize @file`: one argument a line, "--option=name", so any
+    // name (spaces, quotes, brackets, a leading '-') comes back unchanged.
+    const std::string option = result.granularity == "op_type" ? "--op_types_to_exclude" : "--nodes_to_exclude";
+    for (const auto& name : pick.excluded) {
+      if (name.find('\n') != std::string::npos || name.find('\r') != std::string::npos) {
+        throw Error(fmt::format("--format args: name '{}' holds a line break; use --format json", name));
+      }
+      fmt::print("{}={}\n", option, name);
+    }
   } else {
     fmt::print("{}\n", sensitivity::ExclusionJson(pick, summary, result.granularity).dump(2));
   }
@@ -183,8 +211,9 @@ Command RegisterExclude(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option(
          "--format", a->format,
-         "list (one name a line) | cli (--nodes_to_exclude/--op_types_to_exclude ...) | json")
-      ->check(CLI::IsMember({"list", "cli", "json"}))
+         "list (one name a line, for --nodes_to_exclude_file) | cli (--nodes_to_exclude/--op_types_to_exclude "
+         "..., for $(...)) | args (a response file for @FILE: any name) | json")
+      ->check(CLI::IsMember({"list", "cli", "args", "json"}))
       ->capture_default_str();
   cmd->add_option("--report", a->report_path, "Also write an HTML report here");
   cmd->add_option("--log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR")

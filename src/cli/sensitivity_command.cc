@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/atomic_file.h"
+#include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -41,19 +42,23 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--target_precision", o->target_precision, "int8 | fp8")->capture_default_str();
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
-  cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")->capture_default_str();
+  cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   auto batch_axis = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");
   cmd->add_option("--calibration_batch_axis", *batch_axis,
                   "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
                   "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
-  cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)");
+  cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
   cmd->add_option("--activation_cache_limit_mb", o->activation_cache_limit_mb,
                   "FP32 activations cached for probe sub-graphs (MiB); above it probes run the whole model; 0 = always")
       ->capture_default_str();
-  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--output_json", *output_json, "Scores file (default: <model>.sensitivity.json beside the model)");
   cmd->add_option("--report", *report, "Also write a self-contained HTML report here");
   cmd->add_flag("--show_zero_scores", *show_zero, "List targets whose score is 0 too");
@@ -62,13 +67,21 @@ Command RegisterSensitivity(CLI::App& app) {
 
   return [=]() {
     log::SetLevel(log::ParseLevel(*log_level));
-    if (!log_file->empty()) log::SetFile(*log_file);
     o->calibration_data_path = *data_path;
+    const std::string json_path = output_json->empty() ? DefaultJsonPath(o->onnx_path) : *output_json;
+    o->output_files = {{json_path, "--output_json"}, {*report, "--report"}, {*log_file, "--log_file"}};
+    {
+      IoGuard files;  // the log is opened first: check it before (the scan checks again with external data)
+      files.Input(o->onnx_path, "--onnx_path");
+      files.InputFolderFiles(o->calibration_data_path, "--calibration_data_path");
+      for (const auto& [path, role] : o->output_files) files.Output(path, role);
+      files.Check();
+    }
+    if (!log_file->empty()) log::SetFile(*log_file);
     if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
     std::string axes_text;
     for (const std::string& entry : *batch_axis) axes_text += entry + ",";
     o->calibration_batch_axis = ParseBatchAxisList(axes_text);
-    const std::string json_path = output_json->empty() ? DefaultJsonPath(o->onnx_path) : *output_json;
     sensitivity::SensitivityResult result;
     {
       ProgressBar bar("probing");

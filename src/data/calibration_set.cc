@@ -11,6 +11,7 @@
 #include "data/npy.h"
 #include "data/npz.h"
 #include "base/log.h"
+#include "base/memory_limit.h"
 #include "onnx/float16.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -406,6 +407,17 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
   const int64_t end = std::min(impl_->num_samples, begin + batch_size);
   Batch batch;
   for (const auto& [name, input] : impl_->inputs) {
+    // Declared dims (a model's, --calibration_shapes) can be anything: size the batch first.
+    std::vector<int64_t> batch_shape = input.shape;
+    if (input.axis >= 0 && input.axis < static_cast<int64_t>(batch_shape.size())) batch_shape[input.axis] = end - begin;
+    RequireMemory(CheckedBytes(batch_shape, static_cast<int64_t>(ElementSize(input.dtype))),
+                  fmt::format("a calibration batch of input '{}' ({} {})", name, DataTypeName(input.dtype),
+                              ShapeToString(batch_shape)));
+    if (input.axis > 0) {
+      RequireMemory(CheckedBytes(input.shape, static_cast<int64_t>(ElementSize(input.dtype))),
+                    fmt::format("calibration input '{}' ({} {})", name, DataTypeName(input.dtype),
+                                ShapeToString(input.shape)));
+    }
     HostTensor tensor;
     if (input.axis <= 0) {
       std::vector<int64_t> shape = input.shape;
