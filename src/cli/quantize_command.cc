@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "pipeline/prepared_model.h"
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/progress_bar.h"
 #include "cli/response_files.h"
 #include "ptqkit/calibration.h"
@@ -68,14 +69,14 @@ Command RegisterQuantize(CLI::App& app) {
                   "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
                   "Batch size for models with a dynamic batch dimension (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(Count(1, 12));
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
       ->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries (.so) for the trt provider");
   cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Count(0, 6));
   cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
-      ->check(CLI::PositiveNumber)
+      ->check(Count(1, 18))
       ->capture_default_str();
   cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "Quantize only these op types (bypasses the rules)");
   cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "Keep these op types in float");

@@ -7,6 +7,7 @@
 #include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/progress_bar.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/sensitivity.h"
@@ -43,7 +44,7 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
   cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")
-      ->check(CLI::PositiveNumber)
+      ->check(Count(1, 18))
       ->capture_default_str();
   auto batch_axis = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");
@@ -51,14 +52,14 @@ Command RegisterSensitivity(CLI::App& app) {
                   "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
                   "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(Count(1, 12));
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
   cmd->add_option("--activation_cache_limit_mb", o->activation_cache_limit_mb,
                   "FP32 activations cached for probe sub-graphs (MiB); above it probes run the whole model; 0 = always")
       ->capture_default_str();
   cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Count(0, 6));
   cmd->add_option("--output_json", *output_json, "Scores file (default: <model>.sensitivity.json beside the model)");
   cmd->add_option("--report", *report, "Also write a self-contained HTML report here");
   cmd->add_flag("--show_zero_scores", *show_zero, "List targets whose score is 0 too");

@@ -394,7 +394,8 @@ int64_t CalibrationSet::num_samples() const {
 
 int64_t CalibrationSet::NumBatches(int64_t batch_size) const {
   if (batch_size < 1) throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
-  return (num_samples() + batch_size - 1) / batch_size;
+  const int64_t n = num_samples();
+  return n / batch_size + (n % batch_size != 0 ? 1 : 0);  // no n + batch_size - 1: it can overflow
 }
 
 Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {

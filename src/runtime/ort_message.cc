@@ -15,7 +15,7 @@ size_t SourceLocationLength(std::string_view text, size_t at) {
   while (end < text.size() && IsPathChar(text[end])) ++end;
   const std::string_view path = text.substr(at, end - at);
   const bool source = path.ends_with(".cc") || path.ends_with(".cpp") || path.ends_with(".h") || path.ends_with(".cu");
-  if (!source || path.find('/') == std::string_view::npos) return 0;
+  if (!source || path.size() < 4) return 0;
   if (end >= text.size() || text[end] != ':') return 0;
   size_t digits = end + 1;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
@@ -61,7 +61,18 @@ std::string StripOrtInternals(std::string_view message) {
     }
     i += location;
     while (i < message.size() && message[i] == ' ') ++i;
-    i += SignatureLength(message, i);
+    const size_t signature = SignatureLength(message, i);
+    if (signature > 0) {
+      i += signature;
+    } else {
+      // The short form names the function alone: "matmul_helper.h:59 Compute MatMul dimension ...".
+      size_t end = i;
+      while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_' ||
+                                      message[end] == ':')) {
+        ++end;
+      }
+      if (end < message.size() && message[end] == ' ') i = end;
+    }
     while (i < message.size() && message[i] == ' ') ++i;
     if (!out.empty() && out.back() != ' ') out += ' ';
   }
