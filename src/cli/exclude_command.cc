@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
+#include "sensitivity/blocks_file.h"
 #include "sensitivity/picker_output.h"
 #include "sensitivity/report_html.h"
 #include "sensitivity/scores_file.h"
@@ -38,37 +39,6 @@ struct ExcludeArgs {
   std::string report_path;
   std::string log_level = "INFO";
 };
-
-// blocks.json: an object {group: [regex, ...]} (a single regex string is accepted too), whose key
-// order is the first-match order.
-std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const std::string& path) {
-  const auto json = ReadJsonFile<nlohmann::ordered_json>(path, "blocks file");
-  if (!json.is_object()) {
-    throw Error(
-        fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}", path));
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> blocks;
-  for (const auto& [group, value] : json.items()) {
-    std::vector<std::string> patterns;
-    if (value.is_string()) {
-      patterns.push_back(value.get<std::string>());
-    } else if (value.is_array()) {
-      for (const auto& pattern : value) {
-        if (!pattern.is_string()) {
-          throw Error(fmt::format("blocks file '{}': group '{}' must list regex strings, found {}",
-                                  path, group, pattern.dump()));
-        }
-        patterns.push_back(pattern.get<std::string>());
-      }
-    } else {
-      throw Error(
-          fmt::format("blocks file '{}': group '{}' must be a list of regex strings, found {}",
-                      path, group, value.dump()));
-    }
-    blocks.emplace_back(group, std::move(patterns));
-  }
-  return blocks;
-}
 
 std::optional<double> ParseNearTieRatio(const std::string& text) {
   if (text == "none") return std::nullopt;
@@ -115,7 +85,7 @@ int RunExclude(const ExcludeArgs& a) {
   options.min_score_floor = a.min_score_floor;
   options.near_tie_ratio = ParseNearTieRatio(a.near_tie_ratio);
   options.block_agg = a.block_agg;
-  if (!a.blocks_path.empty()) options.blocks = ReadBlocks(a.blocks_path);
+  if (!a.blocks_path.empty()) options.blocks = sensitivity::ReadBlocksFile(a.blocks_path);
 
   const PickResult pick = SuggestExclusion(result.scores, options);
   const ExclusionSummary summary = SummarizeExclusion(result.scores, pick.excluded);
