@@ -21,7 +21,7 @@ inline CLI::Validator Count(int64_t min, int max_digits) {
         }
         return "";
       },
-      "COUNT");
+      "");  // no name: --help keeps showing INT, as scripts parse it
 }
 
 }  // namespace ptqkit::cli

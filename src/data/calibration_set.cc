@@ -239,8 +239,9 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     bound[inputs[0].name] = "";
   } else {
     for (const auto& [key, input] : impl_->inputs) {
+      const std::string& name = key;  // clang 14 (the fuzz build) cannot capture a structured binding
       const bool known = std::any_of(inputs.begin(), inputs.end(),
-                                     [&](const InputSpec& s) { return s.name == key; });
+                                     [&](const InputSpec& s) { return s.name == name; });
       if (!known) {
         throw Error(fmt::format(
             "calibration data has input '{}' that the model does not have; model inputs: {}", key,

@@ -23,7 +23,9 @@ from api_helpers import without_timings
 
 # CLI flags with no keyword of the same name, and why.
 NOT_KEYWORDS = {
-    "quantize": {"help"},
+    # The *_file options read long lists from a file on the command line; Python passes lists.
+    "quantize": {"help", "nodes_to_exclude_file", "nodes_to_quantize_file", "op_types_to_exclude_file",
+                 "op_types_to_quantize_file"},
     # The ranking printout is the CLI's; score() returns the scores instead of printing them.
     "sensitivity": {"help", "show_zero_scores"},
 }
