@@ -222,7 +222,8 @@ CalibrationSet CalibrationSet::Synthetic(
   }
   std::string names;
   for (const InputSpec& spec : inputs) names += (names.empty() ? "" : ", ") + spec.name;
-  for (const auto& [name, shape] : shapes) {
+  for (const auto& entry : shapes) {
+    const std::string& name = entry.first;  // (a structured binding: clang 14 cannot capture it)
     const bool known = std::any_of(inputs.begin(), inputs.end(),
                                    [&](const InputSpec& s) { return s.name == name; });
     if (!known) {
