@@ -125,11 +125,7 @@ Command RegisterQuantize(CLI::App& app) {
     }
     if (!log_file->empty()) {
       // The log is opened before the run: keep it off every file the run reads or writes.
-      const std::filesystem::path in(o->onnx_path);
-      const std::string output = o->output_path.empty()
-                                     ? (in.parent_path() / (in.stem().string() + ".quant.onnx")).string()
-                                     : o->output_path;
-      IoGuard files = QuantizeFiles(*o, output);
+      IoGuard files = QuantizeFiles(*o, QuantizeOutputPath(*o));
       files.Output(*log_file, "--log_file");
       files.Check();
       log::SetFile(*log_file);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "base/log.h"
 #include "onnx/graph_cycles.h"
 #include "onnx/model_io.h"
@@ -24,6 +26,12 @@ PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
   if (m.original_opset < 13) log::Info("upgraded the model from opset {} to 13", m.original_opset);
   m.inputs = ModelInputSpecs(m.proto.graph());
   return m;
+}
+
+std::string QuantizeOutputPath(const QuantizeOptions& o) {
+  if (!o.output_path.empty()) return o.output_path;
+  const std::filesystem::path in(o.onnx_path);
+  return (in.parent_path() / (in.stem().string() + ".quant.onnx")).string();
 }
 
 IoGuard QuantizeFiles(const QuantizeOptions& o, const std::string& output) {

@@ -30,6 +30,9 @@ struct PreparedModel {
 // they are known, before any work is done.
 PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard = {});
 
+// --output_path, or its default <input folder>/<stem>.quant.onnx (as Quantize() computes it).
+std::string QuantizeOutputPath(const QuantizeOptions& options);
+
 // The files a quantize run reads and writes (model, data, cache; output, <output>.data, cache).
 IoGuard QuantizeFiles(const QuantizeOptions& options, const std::string& output_path);
 
