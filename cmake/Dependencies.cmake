@@ -16,6 +16,9 @@ if(NOT SKBUILD)
 endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(MINIZIP REQUIRED IMPORTED_TARGET minizip)
+# Node selectors and --blocks patterns: RE2 matches in linear time without recursion (std::regex
+# overflowed the stack on long names and backtracked forever on '(a+)+$').
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 
 set(ONNXRUNTIME_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/.deps/onnxruntime" CACHE PATH
     "Folder with include/onnxruntime_cxx_api.h and lib/libonnxruntime.so.1 (see scripts/setup)")

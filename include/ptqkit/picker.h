@@ -14,8 +14,8 @@
 //   are).
 //   - max_nodes: at most this many entries (groups, in block mode).
 // Blocks: `blocks` is an ordered list of (group name, regexes). Each scored target joins the first
-// group with a regex that matches somewhere in its name (std::regex_search, ECMAScript; anchor with
-// ^ yourself). Unmatched targets become singleton groups named after the target; a singleton whose
+// group with a regex that matches somewhere in its name (RE2 syntax, linear time; anchor with ^
+// yourself). Unmatched targets become singleton groups named after the target; a singleton whose
 // name equals a group's name stays a separate entry. Groups are scored by block_agg (sum | max |
 // mean of their members) and ranked like targets; the result is the union of the selected groups'
 // members.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptqkit/tensor.h"
@@ -46,6 +47,9 @@ struct SensitivityOptions {
   int64_t shard_index = 0;
   int64_t shard_count = 1;
   std::function<void(int64_t, int64_t)> progress;           // (probes done, probes total)
+  // Files the caller will write (the JSON, the report), as (path, option name): refused up front
+  // when one is a file the scan reads (model, its external data, calibration data).
+  std::vector<std::pair<std::string, std::string>> output_files;
 };
 
 // Throws ptqkit::Error for bad options, model or data.

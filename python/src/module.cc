@@ -18,11 +18,13 @@
 
 #include "arrays.h"
 #include "base/atomic_file.h"
+#include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/progress_bar.h"
 #include "cli_entry.h"
 #include "pipeline/model_inputs.h"
 #include "pipeline/report_json.h"
+#include "pipeline/prepared_model.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
@@ -131,6 +133,11 @@ py::dict RunQuantize(QuantizeOptions options, const std::optional<py::dict>& arr
   QuantizeReport report;
   {
     py::gil_scoped_release release;
+    if (!log_file.empty()) {  // the log opens first: keep it off every file the run reads or writes
+      IoGuard files = QuantizeFiles(options, QuantizeOutputPath(options));
+      files.Output(log_file, "log_file");
+      files.Check();
+    }
     LogSettings log_settings(log_level, log_file);
     cli::ProgressBar bar("calibrating");  // drawn only when stderr is a terminal, as in the CLI
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
@@ -151,6 +158,16 @@ std::string RunScore(SensitivityOptions options, const std::optional<py::dict>& 
     options.calibration_tensors = &tensors;
   }
   py::gil_scoped_release release;
+  // Checked by the scan against the model, its external data and the calibration data; the log
+  // opens first, so the same check runs here before it.
+  options.output_files = {{output_json, "output_json"}, {report_path, "report"}, {log_file, "log_file"}};
+  {
+    IoGuard files;
+    files.Input(options.onnx_path, "onnx_path");
+    files.InputFolderFiles(options.calibration_data_path, "calibration_data");
+    for (const auto& [path, role] : options.output_files) files.Output(path, role);
+    files.Check();
+  }
   LogSettings log_settings(log_level, log_file);
   SensitivityResult result;
   {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -99,6 +100,19 @@ Command RegisterCalibrate(CLI::App& app) {
 
   return [=]() {
     log::SetLevel(log::ParseLevel(*log_level));
+    const bool sharded = !shard_text->empty();
+    const shard::ShardSpec spec = sharded ? shard::ParseShard(*shard_text) : shard::ShardSpec{};
+    const std::string path =
+        output->empty() && !o->onnx_path.empty() ? DefaultOutput(o->onnx_path, spec, sharded) : *output;
+    {
+      IoGuard files;  // nothing written may be a file this run reads (the log is opened next)
+      files.Input(o->onnx_path, "--onnx_path");
+      files.InputFolderFiles(o->calibration_data_path, "--calibration_data_path");
+      for (const auto& part : *merge) files.Input(part, "--merge");
+      files.Output(path, "-o");
+      files.Output(*log_file, "--log_file");
+      files.Check();
+    }
     if (!log_file->empty()) log::SetFile(*log_file);
     if (!merge->empty()) {
       if (!o->onnx_path.empty() || !shard_text->empty()) {
@@ -111,9 +125,6 @@ Command RegisterCalibrate(CLI::App& app) {
     std::string axes_text;
     for (const std::string& entry : *batch_axis) axes_text += entry + ",";
     o->calibration_batch_axis = ParseBatchAxisList(axes_text);
-    const bool sharded = !shard_text->empty();
-    const shard::ShardSpec spec = sharded ? shard::ParseShard(*shard_text) : shard::ShardSpec{};
-    const std::string path = output->empty() ? DefaultOutput(o->onnx_path, spec, sharded) : *output;
     shard::CalibrationPart part;
     {
       ProgressBar bar("calibrating");

@@ -12,11 +12,13 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/io_guard.h"
 #include "base/json_file.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
+#include "sensitivity/blocks_file.h"
 #include "sensitivity/picker_output.h"
 #include "sensitivity/report_html.h"
 #include "sensitivity/scores_file.h"
@@ -37,37 +39,6 @@ struct ExcludeArgs {
   std::string report_path;
   std::string log_level = "INFO";
 };
-
-// blocks.json: an object {group: [regex, ...]} (a single regex string is accepted too), whose key
-// order is the first-match order.
-std::vector<std::pair<std::string, std::vector<std::string>>> ReadBlocks(const std::string& path) {
-  const auto json = ReadJsonFile<nlohmann::ordered_json>(path, "blocks file");
-  if (!json.is_object()) {
-    throw Error(
-        fmt::format("blocks file '{}' must hold an object {{\"group\": [\"regex\", ...]}}", path));
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> blocks;
-  for (const auto& [group, value] : json.items()) {
-    std::vector<std::string> patterns;
-    if (value.is_string()) {
-      patterns.push_back(value.get<std::string>());
-    } else if (value.is_array()) {
-      for (const auto& pattern : value) {
-        if (!pattern.is_string()) {
-          throw Error(fmt::format("blocks file '{}': group '{}' must list regex strings, found {}",
-                                  path, group, pattern.dump()));
-        }
-        patterns.push_back(pattern.get<std::string>());
-      }
-    } else {
-      throw Error(
-          fmt::format("blocks file '{}': group '{}' must be a list of regex strings, found {}",
-                      path, group, value.dump()));
-    }
-    blocks.emplace_back(group, std::move(patterns));
-  }
-  return blocks;
-}
 
 std::optional<double> ParseNearTieRatio(const std::string& text) {
   if (text == "none") return std::nullopt;
@@ -101,6 +72,11 @@ std::map<std::string, std::string> ReportSettings(const ExcludeArgs& a, const Pi
 
 int RunExclude(const ExcludeArgs& a) {
   log::SetLevel(log::ParseLevel(a.log_level));
+  IoGuard files;
+  files.Input(a.scores_path, "--scores");
+  files.Input(a.blocks_path, "--blocks");
+  files.Output(a.report_path, "--report");
+  files.Check();
   const sensitivity::SensitivityResult result = sensitivity::ReadResult(a.scores_path);
   PickerOptions options;
   if (a.coverage) options.coverage = *a.coverage;
@@ -109,7 +85,7 @@ int RunExclude(const ExcludeArgs& a) {
   options.min_score_floor = a.min_score_floor;
   options.near_tie_ratio = ParseNearTieRatio(a.near_tie_ratio);
   options.block_agg = a.block_agg;
-  if (!a.blocks_path.empty()) options.blocks = ReadBlocks(a.blocks_path);
+  if (!a.blocks_path.empty()) options.blocks = sensitivity::ReadBlocksFile(a.blocks_path);
 
   const PickResult pick = SuggestExclusion(result.scores, options);
   const ExclusionSummary summary = SummarizeExclusion(result.scores, pick.excluded);
@@ -130,8 +106,30 @@ int RunExclude(const ExcludeArgs& a) {
   if (a.format == "list") {
     for (const auto& name : pick.excluded) fmt::print("{}\n", name);
   } else if (a.format == "cli") {
+    // `$(ptqkit exclude --format cli)` splits on whitespace and expands globs but removes no
+    // quotes: a name that needed quoting would arrive with its quotes, select nothing and stay
+    // quantized. Refuse, and point at the format that carries any name.
+    for (const auto& name : pick.excluded) {
+      // A leading '@' would be read as a response file, a leading '-' as an option.
+      if (sensitivity::ShellQuote(name) != name || name.front() == '@' || name.front() == '-') {
+        throw Error(fmt::format("--format cli: name '{}' holds characters that do not survive $(...) on a command "
+                                "line; write a response file with --format args > f.args and pass @f.args to "
+                                "ptqkit quantize",
+                                name));
+      }
+    }
     const std::string args = sensitivity::RenderExcludeArgs(pick.excluded, result.granularity);
     if (!args.empty()) fmt::print("{}\n", args);
+  } else if (a.format == "args") {
+    // A response file for `ptqkit quantize @file`: one argument a line, "--option=name", so any
+    // name (spaces, quotes, brackets, a leading '-') comes back unchanged.
+    const std::string option = result.granularity == "op_type" ? "--op_types_to_exclude" : "--nodes_to_exclude";
+    for (const auto& name : pick.excluded) {
+      if (name.find('\n') != std::string::npos || name.find('\r') != std::string::npos) {
+        throw Error(fmt::format("--format args: name '{}' holds a line break; use --format json", name));
+      }
+      fmt::print("{}={}\n", option, name);
+    }
   } else {
     fmt::print("{}\n", sensitivity::ExclusionJson(pick, summary, result.granularity).dump(2));
   }
@@ -183,8 +181,9 @@ Command RegisterExclude(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option(
          "--format", a->format,
-         "list (one name a line) | cli (--nodes_to_exclude/--op_types_to_exclude ...) | json")
-      ->check(CLI::IsMember({"list", "cli", "json"}))
+         "list (one name a line, for --nodes_to_exclude_file) | cli (--nodes_to_exclude/--op_types_to_exclude "
+         "..., for $(...)) | args (a response file for @FILE: any name) | json")
+      ->check(CLI::IsMember({"list", "cli", "args", "json"}))
       ->capture_default_str();
   cmd->add_option("--report", a->report_path, "Also write an HTML report here");
   cmd->add_option("--log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR")

@@ -1,11 +1,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <memory>
 
 #include "base/log.h"
+#include "pipeline/prepared_model.h"
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/progress_bar.h"
+#include "cli/response_files.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/quantize.h"
 
@@ -94,12 +99,15 @@ Command RegisterQuantize(CLI::App& app) {
                   "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
                   "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
   cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
-                  "Batch size for models with a dynamic batch dimension (default 1)");
+                  "Batch size for models with a dynamic batch dimension (default 1)")
+      ->check(Count(1, 12));
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
       ->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries (.so) for the trt provider");
-  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)")
+      ->check(Count(0, 6));
   cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
+      ->check(Count(1, 18))
       ->capture_default_str();
   cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "Quantize only these op types (bypasses the rules)");
   cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "Keep these op types in float");
@@ -107,6 +115,13 @@ Command RegisterQuantize(CLI::App& app) {
                   "Quantize only these nodes: exact names, or regexes matched from the start of the name");
   cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude,
                   "Keep these nodes in float: exact names, or regexes matched from the start of the name");
+  // Long lists never need the command line: one name a line, taken literally (any character but
+  // a newline), added to the option of the same name.
+  auto lists = std::make_shared<std::map<std::string, std::string>>();
+  for (const char* name : {"nodes_to_exclude", "nodes_to_quantize", "op_types_to_exclude", "op_types_to_quantize"}) {
+    cmd->add_option(fmt::format("--{}_file", name), (*lists)[name],
+                    fmt::format("File with more --{} entries, one a line, taken literally", name));
+  }
   cmd->add_flag("--dq_only", o->dq_only, "Store weights as INT8 initializers with DequantizeLinear only");
   cmd->add_option("--target_runtime", o->target_runtime,
                   "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's "
@@ -148,9 +163,24 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
   cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
 
-  return [o, shapes, batch_axis, log_level, log_file]() {
+  return [o, shapes, batch_axis, log_level, log_file, lists]() {
     log::SetLevel(log::ParseLevel(*log_level));
-    if (!log_file->empty()) log::SetFile(*log_file);
+    const std::map<std::string, std::vector<std::string>*> targets = {
+        {"nodes_to_exclude", &o->nodes_to_exclude},
+        {"nodes_to_quantize", &o->nodes_to_quantize},
+        {"op_types_to_exclude", &o->op_types_to_exclude},
+        {"op_types_to_quantize", &o->op_types_to_quantize}};
+    for (const auto& [name, path] : *lists) {
+      if (path.empty()) continue;
+      for (auto& entry : ReadListFile(path, "--" + name + "_file")) targets.at(name)->push_back(std::move(entry));
+    }
+    if (!log_file->empty()) {
+      // The log is opened before the run: keep it off every file the run reads or writes.
+      IoGuard files = QuantizeFiles(*o, QuantizeOutputPath(*o));
+      files.Output(*log_file, "--log_file");
+      files.Check();
+      log::SetFile(*log_file);
+    }
     if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
     std::string axes_text;
     for (const std::string& entry : *batch_axis) axes_text += entry + ",";

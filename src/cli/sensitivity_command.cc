@@ -4,8 +4,10 @@
 #include <memory>
 
 #include "base/atomic_file.h"
+#include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/progress_bar.h"
 #include "pipeline/sensitivity_shard.h"
 #include "ptqkit/calibration.h"
@@ -57,19 +59,23 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--target_precision", o->target_precision, "int8 | fp8")->capture_default_str();
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
-  cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")->capture_default_str();
+  cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")
+      ->check(Count(1, 18))
+      ->capture_default_str();
   auto batch_axis = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224");
   cmd->add_option("--calibration_batch_axis", *batch_axis,
                   "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: "
                   "inferred when the input has exactly one dynamic dim, else 0; scalars are fed whole)");
-  cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)");
+  cmd->add_option("--calibration_batch_size", o->calibration_batch_size, "Batch size for dynamic-batch models (default 1)")
+      ->check(Count(1, 12));
   cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")->capture_default_str();
   cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries for the trt provider");
   cmd->add_option("--activation_cache_limit_mb", o->activation_cache_limit_mb,
                   "FP32 activations cached for probe sub-graphs (MiB); above it probes run the whole model; 0 = always")
       ->capture_default_str();
-  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
+  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)")
+      ->check(Count(0, 6));
   cmd->add_option("--calibration_cache", o->calibration_cache,
                   "Take the ranges from this calibration table (ptqkit calibrate) instead of calibrating");
   cmd->add_option("--shard", *shard_text,
@@ -84,8 +90,25 @@ Command RegisterSensitivity(CLI::App& app) {
 
   return [=]() {
     log::SetLevel(log::ParseLevel(*log_level));
-    if (!log_file->empty()) log::SetFile(*log_file);
     o->calibration_data_path = *data_path;
+    // The scores (or part) file this run will write, for the check below. (A merge without
+    // --output_json writes beside the model the parts name, which it does not read.)
+    std::string guarded_json = *output_json;
+    if (guarded_json.empty() && !o->onnx_path.empty()) {
+      guarded_json = shard_text->empty() ? DefaultJsonPath(o->onnx_path)
+                                         : DefaultPartPath(o->onnx_path, shard::ParseShard(*shard_text));
+    }
+    o->output_files = {{guarded_json, "--output_json"}, {*report, "--report"}, {*log_file, "--log_file"}};
+    {
+      IoGuard files;  // the log is opened first: check it before (the scan checks again with external data)
+      files.Input(o->onnx_path, "--onnx_path");
+      files.InputFolderFiles(o->calibration_data_path, "--calibration_data_path");
+      files.Input(o->calibration_cache, "--calibration_cache");
+      for (const auto& part : *merge) files.Input(part, "--merge");
+      for (const auto& [path, role] : o->output_files) files.Output(path, role);
+      files.Check();
+    }
+    if (!log_file->empty()) log::SetFile(*log_file);
     if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
     std::string axes_text;
     for (const std::string& entry : *batch_axis) axes_text += entry + ",";

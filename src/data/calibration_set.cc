@@ -11,6 +11,7 @@
 #include "data/npy.h"
 #include "data/npz.h"
 #include "base/log.h"
+#include "base/memory_limit.h"
 #include "onnx/float16.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -238,8 +239,9 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     bound[inputs[0].name] = "";
   } else {
     for (const auto& [key, input] : impl_->inputs) {
+      const std::string& name = key;  // clang 14 (the fuzz build) cannot capture a structured binding
       const bool known = std::any_of(inputs.begin(), inputs.end(),
-                                     [&](const InputSpec& s) { return s.name == key; });
+                                     [&](const InputSpec& s) { return s.name == name; });
       if (!known) {
         throw Error(fmt::format(
             "calibration data has input '{}' that the model does not have; model inputs: {}", key,
@@ -409,7 +411,8 @@ void CalibrationSet::SetWindow(int64_t begin, int64_t end) {
 
 int64_t CalibrationSet::NumBatches(int64_t batch_size) const {
   if (batch_size < 1) throw Error(fmt::format("batch size must be at least 1, got {}", batch_size));
-  return (num_samples() + batch_size - 1) / batch_size;
+  const int64_t n = num_samples();
+  return n / batch_size + (n % batch_size != 0 ? 1 : 0);  // no n + batch_size - 1: it can overflow
 }
 
 Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
@@ -422,6 +425,17 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
   const int64_t end = std::min(impl_->window_end, begin + batch_size);
   Batch batch;
   for (const auto& [name, input] : impl_->inputs) {
+    // Declared dims (a model's, --calibration_shapes) can be anything: size the batch first.
+    std::vector<int64_t> batch_shape = input.shape;
+    if (input.axis >= 0 && input.axis < static_cast<int64_t>(batch_shape.size())) batch_shape[input.axis] = end - begin;
+    RequireMemory(CheckedBytes(batch_shape, static_cast<int64_t>(ElementSize(input.dtype))),
+                  fmt::format("a calibration batch of input '{}' ({} {})", name, DataTypeName(input.dtype),
+                              ShapeToString(batch_shape)));
+    if (input.axis > 0) {
+      RequireMemory(CheckedBytes(input.shape, static_cast<int64_t>(ElementSize(input.dtype))),
+                    fmt::format("calibration input '{}' ({} {})", name, DataTypeName(input.dtype),
+                                ShapeToString(input.shape)));
+    }
     HostTensor tensor;
     if (input.axis <= 0) {
       std::vector<int64_t> shape = input.shape;

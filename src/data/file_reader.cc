@@ -10,28 +10,16 @@
 #include <cstring>
 #include <utility>
 
+#include "base/input_file.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::data {
 
 FileReader::FileReader(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int err = errno;
-    if (err == ENOENT) throw Error(fmt::format("{}: no such file", path), Error::Kind::kIo);
-    throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(err)), Error::Kind::kIo);
-  }
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    const int err = errno;
-    ::close(fd_);
-    throw Error(fmt::format("{}: cannot stat: {}", path, std::strerror(err)), Error::Kind::kIo);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd_);
-    throw Error(fmt::format("{}: is a directory, expected a file", path), Error::Kind::kIo);
-  }
-  size_ = static_cast<int64_t>(st.st_size);
+  // Regular files only: a named pipe would block, a device (/dev/zero) never end.
+  InputFile file = OpenInputFile(path, "calibration data");
+  size_ = file.size();
+  fd_ = file.release();
 }
 
 FileReader::FileReader(FileReader&& other) noexcept

@@ -9,8 +9,11 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "base/input_file.h"
+#include "base/memory_limit.h"
 #include "data/npy.h"
 #include "data/npy_header.h"
 #include "ptqkit/error.h"
@@ -54,11 +57,26 @@ void ReadOpenMember(unzFile zip, const std::string& origin, int64_t count, char*
   }
 }
 
+// Deflate cannot expand data more than about 1032:1 (RFC 1951: a 258-byte match costs at least
+// 2 bits); a directory entry that claims more lies about its size, and is refused before anything
+// is allocated or inflated.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+void CheckMemberSize(const Member& member) {
+  const uint64_t size = member.info.uncompressed_size;
+  if (size > static_cast<ZPOS64_T>(std::numeric_limits<int64_t>::max())) CorruptMember(member.origin, "impossible size");
+  if (member.info.compression_method == Z_DEFLATED &&
+      size / kMaxDeflateRatio > member.info.compressed_size + 1) {
+    CorruptMember(member.origin, fmt::format("it claims {} bytes inflated from {} compressed, beyond deflate's "
+                                             "1032:1 limit (a zip bomb or a corrupt directory)",
+                                             size, member.info.compressed_size));
+  }
+  RequireMemory(static_cast<int64_t>(size), fmt::format("inflating {}", member.origin));
+}
+
 // The whole member, decompressed and CRC-checked.
 std::string ReadWholeMember(unzFile zip, const Member& member) {
-  if (member.info.uncompressed_size > static_cast<ZPOS64_T>(std::numeric_limits<int64_t>::max())) {
-    CorruptMember(member.origin, "impossible size");
-  }
+  CheckMemberSize(member);
   if (unzOpenCurrentFile(zip) != UNZ_OK) CorruptMember(member.origin, "cannot open the member");
   std::string bytes(static_cast<size_t>(member.info.uncompressed_size), '\0');
   ReadOpenMember(zip, member.origin, static_cast<int64_t>(bytes.size()), bytes.data());
@@ -110,16 +128,73 @@ std::shared_ptr<const ArraySource> OpenStoredMember(unzFile zip, const Member& m
                                            path, member_offset + header.header_bytes);
 }
 
+// The .npy header at the start of the open member (stored or deflated: only the header's bytes are
+// read, or inflated). Leaves the member closed.
+NpyHeader ReadMemberHeader(unzFile zip, const Member& member) {
+  const auto size = static_cast<int64_t>(member.info.uncompressed_size);
+  if (unzOpenCurrentFile(zip) != UNZ_OK) CorruptMember(member.origin, "cannot open the member");
+  std::string header_bytes(static_cast<size_t>(std::min<int64_t>(size, kNpyPreambleBytes)), '\0');
+  ReadOpenMember(zip, member.origin, static_cast<int64_t>(header_bytes.size()), header_bytes.data());
+  const int64_t header_size = NpyHeaderSize(header_bytes, member.origin);
+  if (header_size > size) {
+    throw Error(fmt::format("{}: truncated: header says it is {} bytes, the member has {}", member.origin, header_size,
+                            size));
+  }
+  const size_t preamble = header_bytes.size();
+  header_bytes.resize(static_cast<size_t>(header_size));
+  ReadOpenMember(zip, member.origin, header_size - static_cast<int64_t>(preamble), header_bytes.data() + preamble);
+  unzCloseCurrentFile(zip);
+  return ParseNpyHeader(header_bytes, member.origin);
+}
+
+// A deflated member (np.savez_compressed): its header is read when the archive is opened, its data
+// inflated on the first read only. Inputs the model does not take are never inflated, so a huge
+// member under an unused key costs nothing; what is inflated is CRC-checked.
+class DeflatedMemberSource final : public ArraySource {
+ public:
+  DeflatedMemberSource(NpyHeader header, std::string origin, std::string path, std::string member_name)
+      : ArraySource(header.dtype, header.shape, origin),
+        path_(std::move(path)),
+        member_name_(std::move(member_name)),
+        declared_shape_(header.shape) {}
+
+  void ReadRows(int64_t begin, int64_t end, std::byte* out) const override {
+    std::call_once(once_, [&] { Inflate(); });
+    tensor_->ReadRows(begin, end, out);
+  }
+  using ArraySource::ReadRows;
+
+ private:
+  void Inflate() const {
+    UnzHandle handle(unzOpen64(path_.c_str()));
+    if (!handle || unzLocateFile(handle.get(), member_name_.c_str(), 1) != UNZ_OK) {
+      throw Error(fmt::format("{}: the archive changed while ptqkit was reading it", origin()), Error::Kind::kIo);
+    }
+    Member member;
+    member.origin = origin();
+    if (unzGetCurrentFileInfo64(handle.get(), &member.info, nullptr, 0, nullptr, 0, nullptr, 0) != UNZ_OK) {
+      CorruptMember(origin(), "cannot read its directory entry");
+    }
+    HostTensor tensor = DecodeNpy(ReadWholeMember(handle.get(), member), origin());
+    if (tensor.shape != declared_shape_ && !(declared_shape_.empty() && tensor.shape.empty())) {
+      throw Error(fmt::format("{}: the archive changed while ptqkit was reading it", origin()), Error::Kind::kIo);
+    }
+    if (tensor.shape.empty()) tensor.shape = {1};  // a scalar is served as one row
+    tensor_ = std::make_unique<MemoryArraySource>(std::move(tensor), origin());
+  }
+
+  std::string path_;
+  std::string member_name_;
+  std::vector<int64_t> declared_shape_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<MemoryArraySource> tensor_;
+};
+
 // Opens the archive and calls visit(zip, member) for every .npy member, rejecting anything that is
 // not one. Directory entries (names ending in '/') are skipped.
 template <typename Visit>
 void ForEachMember(const std::string& path, Visit visit) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw Error(fmt::format("{}: no such file", path), Error::Kind::kIo);
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error(fmt::format("{}: is a directory, expected an .npz file", path), Error::Kind::kIo);
-  }
+  RequireRegularFile(path, "calibration data");  // a pipe or device is refused before minizip opens it
   UnzHandle handle(unzOpen64(path.c_str()));
   if (!handle) {
     // minizip refuses a zip with no entries, which is just an end-of-central-directory record.
@@ -173,8 +248,14 @@ std::map<std::string, std::shared_ptr<const ArraySource>> OpenNpz(const std::str
     if (member.info.compression_method == 0) {
       source = OpenStoredMember(zip, member, path);
     } else {
-      HostTensor tensor = DecodeNpy(ReadWholeMember(zip, member), member.origin);
-      source = std::make_shared<MemoryArraySource>(std::move(tensor), member.origin);
+      CheckMemberSize(member);
+      NpyHeader header = ReadMemberHeader(zip, member);
+      const int64_t declared = static_cast<int64_t>(member.info.uncompressed_size) - header.header_bytes;
+      if (declared != header.DataBytes()) {
+        throw Error(fmt::format("{}: header says {} {} ({} data bytes), the member holds {}", member.origin,
+                                DataTypeName(header.dtype), ShapeToString(header.shape), header.DataBytes(), declared));
+      }
+      source = std::make_shared<DeflatedMemberSource>(std::move(header), member.origin, path, member.key + ".npy");
     }
     if (!out.emplace(member.key, std::move(source)).second) {
       throw Error(fmt::format("{}: array '{}' appears twice", path, member.key));

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <optional>
 #include <random>
 
+#include "base/memory_limit.h"
 #include "data/calibration_set_impl.h"
 #include "ptqkit/error.h"
 
@@ -207,6 +209,10 @@ void SyntheticArraySource::ReadRows(int64_t begin, int64_t end, std::byte* out) 
 
 }  // namespace data
 
+namespace {
+constexpr int64_t kMaxSyntheticBytes = int64_t{64} << 30;  // 64 GiB of samples per input
+}  // namespace
+
 CalibrationSet CalibrationSet::Synthetic(
     const std::vector<InputSpec>& inputs, int64_t num_samples, uint64_t seed,
     const std::map<std::string, std::vector<int64_t>>& shapes) {
@@ -216,7 +222,8 @@ CalibrationSet CalibrationSet::Synthetic(
   }
   std::string names;
   for (const InputSpec& spec : inputs) names += (names.empty() ? "" : ", ") + spec.name;
-  for (const auto& [name, shape] : shapes) {
+  for (const auto& entry : shapes) {
+    const std::string& name = entry.first;  // (a structured binding: clang 14 cannot capture it)
     const bool known = std::any_of(inputs.begin(), inputs.end(),
                                    [&](const InputSpec& s) { return s.name == name; });
     if (!known) {
@@ -257,6 +264,17 @@ CalibrationSet CalibrationSet::Synthetic(
             "{}:<dim0>x<dim1>x...",
             spec.name, i, ShapeToString(spec.shape), spec.name));
       }
+    }
+    // The samples are generated batch by batch, but every one is run through the model: bound
+    // the total, so a typo such as 4000000000000 samples is an error, not a run of years.
+    const std::optional<int64_t> total = CheckedBytes(shape, static_cast<int64_t>(ElementSize(spec.dtype)));
+    if (!total || *total > kMaxSyntheticBytes) {
+      throw Error(fmt::format("synthetic data for input '{}': {} samples of {} {} are {}, more than the {} ptqkit "
+                              "generates; lower --num_synthetic_samples or give calibration data",
+                              spec.name, num_samples, DataTypeName(spec.dtype),
+                              ShapeToString(std::vector<int64_t>(shape.begin() + 1, shape.end())),
+                              total ? HumanBytes(static_cast<double>(*total)) : std::string("beyond 8 EiB"),
+                              HumanBytes(static_cast<double>(kMaxSyntheticBytes))));
     }
     impl->inputs[spec.name].Append(std::make_shared<data::SyntheticArraySource>(
         spec.dtype, std::move(shape), spec.name, seed));

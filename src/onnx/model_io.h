@@ -17,8 +17,11 @@
 namespace ptqkit::onnxio {
 
 // Throws ptqkit::Error naming the path for: missing file, unreadable file, bytes that are not an
-// ONNX model, missing or unreadable external data.
-onnx::ModelProto LoadModel(const std::string& path);
+// ONNX model, missing or unreadable external data, external data outside the model's folder
+// (symlinks resolved) or with offsets/lengths that are not byte counts inside the file. A pipe or
+// device is refused without being read. `external_files`, when given, receives the resolved paths
+// of the external data files read (so a caller can keep its outputs off them).
+onnx::ModelProto LoadModel(const std::string& path, std::vector<std::string>* external_files = nullptr);
 
 struct SaveOptions {
   // Store initializers larger than `external_threshold_bytes` in "<output file name>.data".

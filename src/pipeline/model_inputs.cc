@@ -16,7 +16,26 @@ std::vector<InputSpec> ModelInputSpecs(const onnx::GraphProto& graph) {
     if (initializers.count(v.name())) continue;
     InputSpec spec;
     spec.name = v.name();
+    // ptqkit feeds tensors only: an input declared without a type, or as a sequence, map or
+    // optional, cannot be given calibration data (it is not a scalar, as an empty shape would say).
+    if (!v.has_type() || v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      throw Error(fmt::format("model input '{}' has no type; ptqkit needs a tensor type (element type and shape) for "
+                              "every graph input",
+                              v.name()));
+    }
+    if (!v.type().has_tensor_type()) {
+      const char* kind = v.type().has_sequence_type()   ? "a sequence"
+                         : v.type().has_map_type()      ? "a map"
+                         : v.type().has_optional_type() ? "an optional"
+                                                        : "not a dense tensor";
+      throw Error(fmt::format("model input '{}' is {}; ptqkit calibrates models whose inputs are tensors", v.name(),
+                              kind),
+                  Error::Kind::kUnsupported);
+    }
     const auto& tt = v.type().tensor_type();
+    if (tt.elem_type() == 0) {
+      throw Error(fmt::format("model input '{}' is a tensor with no element type; the model must declare it", v.name()));
+    }
     spec.dtype = static_cast<DataType>(tt.elem_type());
     for (const auto& d : tt.shape().dim()) spec.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
     specs.push_back(std::move(spec));

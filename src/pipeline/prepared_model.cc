@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "base/log.h"
+#include "onnx/graph_cycles.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
@@ -11,15 +14,38 @@
 
 namespace ptqkit {
 
-PreparedModel LoadPreparedModel(const std::string& path) {
+PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
   PreparedModel m;
-  m.proto = onnxio::LoadModel(path);
+  m.proto = onnxio::LoadModel(path, &m.external_files);
+  for (const auto& file : m.external_files) guard.Input(file, "the model's external data");
+  guard.Check();
   onnxio::CheckModel(m.proto, path);
   onnxio::AssignNodeNames(m.proto.mutable_graph());
+  onnxio::CheckAcyclic(m.proto.graph(), path);
   m.original_opset = onnxio::UpgradeOpset(&m.proto, 13);
   if (m.original_opset < 13) log::Info("upgraded the model from opset {} to 13", m.original_opset);
   m.inputs = ModelInputSpecs(m.proto.graph());
   return m;
+}
+
+std::string QuantizeOutputPath(const QuantizeOptions& o) {
+  if (!o.output_path.empty()) return o.output_path;
+  const std::filesystem::path in(o.onnx_path);
+  return (in.parent_path() / (in.stem().string() + ".quant.onnx")).string();
+}
+
+IoGuard QuantizeFiles(const QuantizeOptions& o, const std::string& output) {
+  IoGuard guard;
+  guard.Input(o.onnx_path, "--onnx_path");
+  guard.InputFolderFiles(o.calibration_data_path, "--calibration_data_path");
+  guard.Input(o.calibration_cache, "--calibration_cache");
+  guard.Output(output, "--output_path");
+  // Written with --use_external_data_format, and automatically for models over 2 GiB.
+  guard.Output(output + ".data", "the output's external data");
+  guard.Output(o.save_calibration_cache, "--save_calibration_cache");
+  guard.Output(o.report_json, "--report_json");
+  guard.Output(o.report_html, "--report_html");
+  return guard;
 }
 
 DataRequest CalibrationRequest(const QuantizeOptions& o) {

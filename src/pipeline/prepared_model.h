@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/io_guard.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/quantize.h"
 #include "runtime/session.h"
@@ -22,9 +23,18 @@ struct PreparedModel {
   onnx::ModelProto proto;
   int64_t original_opset = 0;
   std::vector<InputSpec> inputs;
+  std::vector<std::string> external_files;  // resolved paths of the external data files read
 };
 
-PreparedModel LoadPreparedModel(const std::string& path);
+// With `guard`, the model's external data files join its inputs and the guard is checked once
+// they are known, before any work is done.
+PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard = {});
+
+// --output_path, or its default <input folder>/<stem>.quant.onnx (as Quantize() computes it).
+std::string QuantizeOutputPath(const QuantizeOptions& options);
+
+// The files a quantize run reads and writes (model, data, cache; output, <output>.data, cache).
+IoGuard QuantizeFiles(const QuantizeOptions& options, const std::string& output_path);
 
 struct DataRequest {
   std::string path;

@@ -58,6 +58,10 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
   }
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  if (o.intra_op_num_threads < 0) {
+    throw Error(fmt::format("--intra_op_num_threads must be 0 (ONNX Runtime's default) or more, got {}",
+                            o.intra_op_num_threads));
+  }
   if (o.accuracy_budget >= 0) evaluate::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
   if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
@@ -69,11 +73,6 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   std::error_code ec;
-  const fs::path in = fs::weakly_canonical(o.onnx_path, ec);
-  const fs::path out = fs::weakly_canonical(output, ec);
-  if (in == out) {
-    throw Error(fmt::format("--output_path '{}' is the input model; ptqkit never overwrites its input", output));
-  }
   const fs::path dir = fs::path(output).parent_path().empty() ? fs::path(".") : fs::path(output).parent_path();
   if (!fs::is_directory(dir, ec)) {
     throw Error(fmt::format("cannot write '{}': folder '{}' does not exist", output, dir.string()), Error::Kind::kIo);
@@ -192,13 +191,14 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   QuantizeReport report;
   report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
   CheckOptions(o, report.output_path);
+  QuantizeFiles(o, report.output_path).Check();  // again with external data, once the model is read
   if (o.quantize_mode == "int4") return QuantizeInt4(o, std::move(report), start);
   // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
   // mse is never far from max and often better on real models, where entropy can lose a lot).
   report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;
   const calib::Method method = calib::ParseMethod(report.calibration_method);
 
-  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
   const bool fp8 = o.quantize_mode == "fp8";
@@ -319,10 +319,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                         : report.calibration_from_cache ? "the ranges came from a calibration cache"
                                                                         : "no calibration samples";
   }
-  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
-
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   CheckAndSave(&model, o, report);
+  // After the model: a save that fails leaves no calibration cache behind.
+  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

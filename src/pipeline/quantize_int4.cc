@@ -158,7 +158,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   CheckInt4Options(o);
   report.calibration_method = method;
 
-  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
   onnxio::UpgradeOpset(&model, 21);  // blocked DequantizeLinear and INT4/UINT4 exist from opset 21

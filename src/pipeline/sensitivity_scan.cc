@@ -98,6 +98,11 @@ void CheckOptions(const SensitivityOptions& o) {
   calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
+  if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
+  if (o.intra_op_num_threads < 0) {
+    throw Error(fmt::format("--intra_op_num_threads must be 0 (ONNX Runtime's default) or more, got {}",
+                            o.intra_op_num_threads));
+  }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
     throw Error(fmt::format("shard {}/{}: expected K/N with N >= 1 and 0 <= K < N", o.shard_index, o.shard_count));
@@ -186,7 +191,12 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   const sensitivity::Metric metric = sensitivity::ParseMetric(o.metric);
   const calib::Method method = calib::ParseMethod(o.calibration_method);
 
-  PreparedModel prepared = LoadPreparedModel(o.onnx_path);
+  IoGuard files;
+  files.Input(o.onnx_path, "--onnx_path");
+  files.InputFolderFiles(o.calibration_data_path, "--calibration_data_path");
+  for (const auto& [path, role] : o.output_files) files.Output(path, role);
+  files.Check();
+  PreparedModel prepared = LoadPreparedModel(o.onnx_path, files);
   const bool fp8 = o.target_precision == "fp8";
   if (fp8) onnxio::UpgradeOpset(&prepared.proto, 19);  // FP8 Q/DQ need opset 19
   const onnx::ModelProto& model = prepared.proto;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/pattern.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -20,16 +21,10 @@ NodeSelector::NodeSelector(const GraphIndex& graph, const std::vector<std::strin
       why_[exact] = fmt::format("{} {}", node_option, sel);
       matched = true;
     } else {
-      std::regex re;
-      try {
-        re = std::regex(sel);
-      } catch (const std::regex_error& e) {
-        throw Error(fmt::format("{}: '{}' is neither a node name nor a valid regular expression ({})", node_option, sel,
-                                e.what()));
-      }
+      const Pattern re(sel, fmt::format("{} (not a node name either)", node_option));
       for (int i = 0; i < graph.num_nodes(); ++i) {
         const std::string& name = graph.node(i).name();
-        if (std::regex_search(name, re, std::regex_constants::match_continuous)) {
+        if (re.MatchesFromStart(name)) {
           selected_.insert(i);
           if (why_[i].empty()) why_[i] = fmt::format("{} {}", node_option, sel);
           matched = true;

@@ -3,11 +3,11 @@
 // A node selector that is the exact name of a node selects that node only. Any other selector is
 // a regular expression matched from the start of the node name (as in ModelOpt), except that an
 // exact name never widens into a prefix: "/l/MatMul" does not also pick "/l/MatMul_1".
+// Regular expressions are RE2's (base/pattern.h): linear time, whatever the name or pattern.
 // Op-type selectors are exact op type names. Selectors that match nothing are reported with a
 // warning naming them. Immutable after construction; thread-safe to read.
 #pragma once
 
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>

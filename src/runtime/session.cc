@@ -8,9 +8,10 @@
 #include <map>
 #include <set>
 #include <mutex>
-#include <regex>
+#include <cstdlib>
 
 #include "base/log.h"
+#include "runtime/ort_message.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -19,7 +20,19 @@ namespace {
 Ort::Env& SharedEnv() {
   // One environment per process, as ONNX Runtime requires; created on first use. Only fatal
   // messages are logged: every error reaches ptqkit as an exception and is reported from there.
-  static Ort::Env env(ORT_LOGGING_LEVEL_FATAL, "ptqkit");
+  static Ort::Env env = [] {
+    // The ONNX Runtime library ptqkit bundles (npm onnxruntime-node) starts Microsoft's 1DS
+    // telemetry when the first environment is created. That code reads /proc/self/cmdline and
+    // matches it with a recursive std::regex whose depth grows with the command line: about
+    // 29 KB of arguments (1000 node names) overflow the 8 MB stack and the process dies with
+    // SIGSEGV; it would also upload usage data. ORT_DISABLE_TELEMETRY=1, read at that moment,
+    // skips all of it. Set unconditionally: a quantizer must run offline and must not crash on
+    // a long command line (the Python extension's host process included).
+    ::setenv("ORT_DISABLE_TELEMETRY", "1", 1);
+    Ort::Env created(ORT_LOGGING_LEVEL_FATAL, "ptqkit");
+    created.DisableTelemetryEvents();
+    return created;
+  }();
   return env;
 }
 
@@ -32,7 +45,7 @@ bool Offered(const std::string& ort_name) {
 // CUDA but ships no provider libraries), so every append is tried and a failure is a warning.
 // ONNX Runtime messages may end in a newline; ptqkit's messages are one line.
 std::string OneLine(const char* message) {
-  std::string text(message);
+  std::string text = StripOrtInternals(message);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
@@ -45,7 +58,7 @@ bool AddCuda(Ort::SessionOptions* so, const std::string& ep) {
   }
   try {
     OrtCUDAProviderOptions cuda{};
-    cuda.device_id = ep.size() > 5 ? std::stoi(ep.substr(5)) : 0;
+    cuda.device_id = CudaDeviceId(ep);
     so->AppendExecutionProvider_CUDA(cuda);
     return true;
   } catch (const Ort::Exception& e) {
@@ -82,11 +95,25 @@ bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugin
 
 }  // namespace
 
-void CheckExecutionProviderName(const std::string& name) {
-  static const std::regex kValid("cpu|trt|cuda(:[0-9]+)?");
-  if (!std::regex_match(name, kValid)) {
-    throw Error(fmt::format("--calibration_eps: unknown execution provider '{}' (expected cpu, cuda:N or trt)", name));
+int CudaDeviceId(const std::string& name) {
+  if (name == "cuda") return 0;
+  const std::string digits = name.substr(5);
+  // At most 4 digits: no machine has 10000 GPUs, and std::stoi would throw on 2^31.
+  if (name.compare(0, 5, "cuda:") != 0 || digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error(fmt::format("--calibration_eps: '{}' is not a CUDA device (expected cuda or cuda:N, N from 0 to 9999)",
+                            name));
   }
+  return std::stoi(digits);
+}
+
+void CheckExecutionProviderName(const std::string& name) {
+  if (name == "cpu" || name == "trt") return;
+  if (name.compare(0, 4, "cuda") == 0 && (name.size() == 4 || name[4] == ':')) {
+    CudaDeviceId(name);
+    return;
+  }
+  throw Error(fmt::format("--calibration_eps: unknown execution provider '{}' (expected cpu, cuda:N or trt)", name));
 }
 
 struct InferenceSession::Impl {
@@ -113,6 +140,10 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     // the provider queries below.
     Ort::Env& env = SharedEnv();
     Ort::SessionOptions so;
+    if (options.intra_op_threads < 0) {
+      throw Error(fmt::format("--intra_op_num_threads must be 0 (ONNX Runtime's default) or more, got {}",
+                              options.intra_op_threads));
+    }
     if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
     so.SetInterOpNumThreads(1);
     so.SetExecutionMode(ORT_SEQUENTIAL);

@@ -29,6 +29,9 @@ struct RuntimeOptions {
 
 // Parses and checks an EP name; throws ptqkit::Error for anything but cpu, cuda[:N], trt.
 void CheckExecutionProviderName(const std::string& name);
+// The device of "cuda" (0) or "cuda:N". Throws ptqkit::Error for anything else, including numbers
+// too large for a device id.
+int CudaDeviceId(const std::string& name);
 
 // A view of one output of a Run(), valid only during the callback.
 struct OutputView {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 
+#include "base/pattern.h"
 #include "ptqkit/error.h"
 #include "sensitivity/rank_order.h"
 
@@ -14,7 +14,7 @@ namespace {
 
 struct CompiledGroup {
   std::string name;
-  std::vector<std::regex> patterns;
+  std::vector<Pattern> patterns;
 };
 
 std::vector<CompiledGroup> Compile(
@@ -27,12 +27,7 @@ std::vector<CompiledGroup> Compile(
     }
     CompiledGroup group{name, {}};
     for (const auto& pattern : patterns) {
-      try {
-        group.patterns.emplace_back(pattern, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        throw Error(fmt::format("blocks: group '{}' has an invalid regular expression '{}': {}",
-                                name, pattern, e.what()));
-      }
+      group.patterns.emplace_back(pattern, fmt::format("blocks: group '{}'", name));
     }
     groups.push_back(std::move(group));
   }
@@ -41,7 +36,7 @@ std::vector<CompiledGroup> Compile(
 
 bool Matches(const CompiledGroup& group, const std::string& target) {
   return std::any_of(group.patterns.begin(), group.patterns.end(),
-                     [&](const std::regex& re) { return std::regex_search(target, re); });
+                     [&](const Pattern& re) { return re.FoundIn(target); });
 }
 
 // Fills the aggregates from members (already in rank order, so max is the first).

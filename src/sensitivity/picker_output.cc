@@ -139,7 +139,12 @@ std::string RenderExcludeArgs(const std::vector<std::string>& excluded,
   }
   if (excluded.empty()) return "";
   std::string out = option;
-  for (const auto& name : excluded) out += " " + ShellQuote(name);
+  for (const auto& name : excluded) {
+    // Two appends, not `" " + ShellQuote(name)`: GCC 12 at -O3 reports a false -Wrestrict on
+    // operator+(const char*, std::string&&) (GCC bug 105329), which broke Release builds.
+    out += ' ';
+    out += ShellQuote(name);
+  }
   return out;
 }
 

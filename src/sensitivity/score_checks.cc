@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ptqkit/error.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit::sensitivity {
 
@@ -18,6 +19,20 @@ std::map<std::string, double> CheckedScores(const std::map<std::string, double>&
     }
     if (score < 0.0) clamped.push_back(fmt::format("'{}' ({})", name, score));
     checked.emplace(name, std::max(score, 0.0));
+  }
+  // The coverage mass is a sum: scores near the largest double (1.7e308, short of the NaN/Inf
+  // marker, which is kept out of the mass) would overflow it to inf and the coverage to NaN.
+  double total = 0.0;
+  std::string largest;
+  for (const auto& [name, score] : checked) {
+    if (score >= kNonFiniteScore) continue;
+    total += score;
+    if (largest.empty() || score > checked.at(largest)) largest = name;
+  }
+  if (!std::isfinite(total)) {
+    throw Error(fmt::format("the scores sum to more than the largest double (e.g. '{}' scores {}), so coverage "
+                            "cannot be computed; scale the scores down",
+                            largest, checked.at(largest)));
   }
   if (!clamped.empty()) {
     constexpr size_t kListed = 5;

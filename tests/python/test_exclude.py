@@ -356,13 +356,17 @@ def test_cli_format_pastes_into_quantize(cli, tf_scan, calib, tmp_path):
     assert after == before - names, "excluding exact names changed other nodes too"
 
 
-def test_cli_format_quotes_unusual_names(cli, tf_scan, tmp_path):
-    """Names with spaces, quotes, $ or markup survive a shell round trip of --format cli."""
+def test_unusual_names_go_through_format_args(cli, tf_scan, tmp_path):
+    """Names with spaces, quotes, $ or markup would reach quantize with their quotes through
+    $(... --format cli) and select nothing (issue 10): cli refuses them and names --format args,
+    whose response-file lines carry every name unchanged."""
     _, base, _ = tf_scan
     names = {"/a b/Conv": 4.0, "/x$y/Relu": 3.0, "/it's/Add": 2.0, '<b>&amp;"q"': 1.0}
     path = write_scores(tmp_path, base, names)
-    out = exclude(cli, path, "--coverage", "1", "--format", "cli").stdout
-    assert shlex.split(out) == ["--nodes_to_exclude", *names]
+    r = cli.run("exclude", "--scores", path, "--coverage", "1", "--format", "cli")
+    assert r.returncode == 1 and "--format args" in r.error_line()
+    out = exclude(cli, path, "--coverage", "1", "--format", "args").stdout
+    assert out.splitlines() == [f"--nodes_to_exclude={n}" for n in names]
 
 
 # ---- HTML reports --------------------------------------------------------------------------------------

@@ -117,3 +117,12 @@ def test_when_there_is_no_held_out_report(cli, resnet, calib, tmp_path, case):
         # Under 4 samples nothing is held out: all 3 calibrate and the report is in-sample.
         assert js["num_calibration_samples"] == 3
         assert js["loss"]["evaluated"] and not js["loss"]["held_out"] and js["loss"]["samples"] == 3
+
+
+@pytest.mark.parametrize("flag", ["--report_json", "--report_html"])
+def test_reports_never_overwrite_an_input(cli, resnet, calib, tmp_path, flag):
+    data = calib("resnet", n=40)
+    r = cli.run("quantize", "--onnx_path", resnet, "--output_path", tmp_path / "q.onnx",
+                "--calibration_data_path", data, flag, data)
+    assert r.returncode == 1 and flag in r.error_line()
+    assert not (tmp_path / "q.onnx").exists()

@@ -23,7 +23,9 @@ from api_helpers import without_timings
 
 # CLI flags with no keyword of the same name, and why.
 NOT_KEYWORDS = {
-    "quantize": {"help"},
+    # The *_file options read long lists from a file on the command line; Python passes lists.
+    "quantize": {"help", "nodes_to_exclude_file", "nodes_to_quantize_file", "op_types_to_exclude_file",
+                 "op_types_to_quantize_file"},
     # The ranking printout is the CLI's; score() returns the scores instead of printing them.
     # Shards and merges are command-line tools for batch schedulers; Python has ptqkit.distributed.
     "sensitivity": {"help", "show_zero_scores", "shard", "merge"},
@@ -247,3 +249,19 @@ def test_gil_is_released_during_quantize(tmp_path, transformer, transformer_npz)
     elapsed = time.perf_counter() - start
     # Held GIL: the loop would not run at all until the call returns (at most a few ticks).
     assert ticks > 0.2 * elapsed / 0.001 * 0.1, (ticks, elapsed)
+
+
+def test_log_file_never_overwrites_an_input(tmp_path):
+    """issue 10: log_file= pointing at the model is refused before the log is opened."""
+    import shutil
+
+    import ptqkit
+    from pathlib import Path
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    model = tmp_path / "m.onnx"
+    shutil.copy(examples / "resnet_tiny.onnx", model)
+    before = model.read_bytes()
+    with pytest.raises(ptqkit.Error, match="same file"):
+        ptqkit.quantize(onnx_path=str(model), calibration_data=str(examples / "calib.npy"),
+                        output_path=str(tmp_path / "q.onnx"), log_file=str(model))
+    assert model.read_bytes() == before and not (tmp_path / "q.onnx").exists()

@@ -139,7 +139,7 @@ TEST(NpyErrorTest, MissingFile) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(path));
-    EXPECT_THAT(e.what(), HasSubstr("no such file"));
+    EXPECT_THAT(e.what(), HasSubstr("does not exist"));
     EXPECT_EQ(e.kind(), Error::Kind::kIo);
   }
 }

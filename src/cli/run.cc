@@ -1,0 +1,68 @@
+#include "cli/run.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/response_files.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit::cli {
+namespace {
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "ptqkit: error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int RunCommandLine(int argc, const char* const* argv) {
+  CLI::App app{"ptqkit: post-training quantization of ONNX models (INT8 Q/DQ for TensorRT and ONNX Runtime)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ptqkit " PTQKIT_VERSION);
+  app.footer("Arguments can be read from a file: @FILE stands for the lines of FILE, one argument each.");
+  const Command quantize = RegisterQuantize(app);
+  const Command inspect = RegisterInspect(app);
+  const Command exclude = RegisterExclude(app);
+  const Command sensitivity = RegisterSensitivity(app);
+  const Command calibrate = RegisterCalibrate(app);
+  try {
+    std::vector<std::string> args = ExpandResponseFiles(argc, argv);
+    args.insert(args.begin(), argc > 0 ? argv[0] : "ptqkit");
+    std::vector<const char*> expanded;
+    for (const auto& arg : args) expanded.push_back(arg.c_str());
+    try {
+      app.parse(static_cast<int>(expanded.size()), expanded.data());
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      return Fail(2, e.what());
+    }
+    if (app.got_subcommand("quantize")) return quantize();
+    if (app.got_subcommand("inspect")) return inspect();
+    if (app.got_subcommand("exclude")) return exclude();
+    if (app.got_subcommand("sensitivity")) return sensitivity();
+    if (app.got_subcommand("calibrate")) return calibrate();
+    return 2;
+  } catch (const Error& e) {
+    return Fail(1, e.what());
+  } catch (const std::bad_alloc&) {
+    // Sizes that inputs declare are checked before allocating (base/memory_limit.h); what is left
+    // is a model or data set that truly does not fit.
+    return Fail(1, "out of memory: the model and calibration data need more memory than is available");
+  } catch (const std::exception& e) {
+    return Fail(3, std::string("internal error (please report it): ") + e.what());
+  }
+}
+
+}  // namespace ptqkit::cli
