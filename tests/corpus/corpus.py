@@ -2,8 +2,10 @@
 
 Models come from scripts/fetch_corpus (cache: ${PTQKIT_CACHE_DIR:-~/.cache/ptqkit}/corpus). Inputs are
 built deterministically from real content: text lines rendered with pillow (OCR recognizer/classifier),
-scikit-image photos (detector with text drawn on them, orientation, ResNet-50), tokenized sentences
-(MiniLM), speech-like audio chunks with recurrent state recorded from the FP32 model (VAD).
+scikit-image photos (detector with text drawn on them, orientation, ResNet-50), crops of real photos
+from scikit-image, scikit-learn, matplotlib and imgaug with calibration and test photos disjoint
+(EfficientNet-Lite0), tokenized sentences (MiniLM), speech-like audio chunks with recurrent state
+recorded from the FP32 model (VAD).
 Every metric compares the quantized model with the FP32 model on held-out inputs.
 """
 from __future__ import annotations
@@ -21,6 +23,12 @@ import onnxruntime as ort
 CACHE = Path(os.environ.get("PTQKIT_CACHE_DIR", Path.home() / ".cache" / "ptqkit")) / "corpus"
 IMAGES = ["astronaut.png", "coffee.png", "chelsea.png", "rocket.jpg", "motorcycle_left.png",
           "motorcycle_right.png", "hubble_deep_field.jpg"]
+# EfficientNet-Lite0 (ImageNet): calibration crops come from the first photos, held-out crops from the
+# others (the stereo pair motorcycle_left/right stays on one side)
+MOBILE_CALIB_PHOTOS = ["astronaut.png", "coffee.png", "hubble_deep_field.jpg", "china.jpg", "grace_hopper.jpg"]
+MOBILE_TEST_PHOTOS = ["chelsea.png", "rocket.jpg", "motorcycle_left.png", "motorcycle_right.png", "flower.jpg",
+                      "quokka.jpg"]
+CALIB_SEED = 1  # the seed every corpus user draws calibration inputs with (held-out inputs: seed 2)
 
 WORDS = ("the quick brown fox jumps over lazy dog invoice total amount due date 2024 order number "
          "customer service hello world quantization model accuracy receipt price tax 19.99 $ 42 "
@@ -153,6 +161,30 @@ def nsfw_inputs(n, seed):
         a = np.asarray(_crop(rng, ph[int(rng.integers(len(ph)))], 224), np.float32)[:, :, ::-1]
         xs.append(a - np.array([104, 117, 123], np.float32))
     return {"input_0": np.ascontiguousarray(np.stack(xs))}
+
+
+def mobile_inputs(n, seed):
+    """Random square crops (side 45-100% of the shorter edge, random position, half of them mirrored)
+    of real photos, resized to 224x224 (bicubic) and scaled as EfficientNet-Lite's TensorFlow
+    preprocessing does, (x / 255 - 0.498) / 0.502. Calibration (seed CALIB_SEED) and held-out inputs
+    come from disjoint photos."""
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    names = MOBILE_CALIB_PHOTOS if seed == CALIB_SEED else MOBILE_TEST_PHOTOS
+    photos = [Image.open(path("images/" + f)).convert("RGB") for f in names]
+    xs = []
+    for i in range(n):
+        im = photos[i % len(photos)]
+        short = min(im.width, im.height)
+        s = int(rng.integers(int(0.45 * short), short + 1))
+        x0 = int(rng.integers(0, im.width - s + 1))
+        y0 = int(rng.integers(0, im.height - s + 1))
+        c = im.crop((x0, y0, x0 + s, y0 + s)).resize((224, 224), Image.BICUBIC)
+        if rng.random() < 0.5:
+            c = c.transpose(Image.FLIP_LEFT_RIGHT)
+        a = (np.asarray(c, np.float32) / 255.0 - 0.498) / 0.502
+        xs.append(a.transpose(2, 0, 1))
+    return {"images": np.ascontiguousarray(np.stack(xs))}
 
 
 def _wordpiece(vocab, text):
@@ -362,6 +394,7 @@ MODELS = [
     Model("ocr_cls", "ocr/cls.onnx", cls_inputs, metric_top1, 32, 64),
     Model("orientation", "orientation/model.onnx", orientation_inputs, metric_top1, 32, 64),
     Model("nsfw_resnet50", "nsfw/model.onnx", nsfw_inputs, metric_top1, 16, 32),
+    Model("efficientnet_lite0", "mobile/efficientnet_lite0.onnx", mobile_inputs, metric_top1, 32, 128),
     Model("minilm", "minilm/model.onnx", minilm_inputs, metric_minilm, 32, 64, int4=True),
     Model("silero_vad", "vad/silero_vad.onnx", vad_inputs, metric_vad, 32, 64),
 ]

@@ -41,6 +41,14 @@ THRESHOLDS = {
     "orientation": {"int8": {"top1_agree": ("min", 0.52)}, "fp8": {"top1_agree": ("min", 0.75)}},
     # ResNet-50 int8 top-1 1.000/1.000 (max prob diff 0.002); fp8 1.000/1.000 (0.004/0.025)
     "nsfw_resnet50": {"int8": {"top1_agree": ("min", 0.95)}, "fp8": {"top1_agree": ("min", 0.95)}},
+    # EfficientNet-Lite0 (ImageNet; depthwise, ReLU6 as Clip, Pad), 128 held-out crops of 6 photos that no
+    # calibration crop comes from; measured at 46c06e4 (ORT basic / default level; 24 calibration samples,
+    # 8 held out for the loss report): int8 max 0.953/0.938, mse (default) 0.945/0.938; fp8 mse 0.766 (trt,
+    # basic only) and 0.758/0.758 (ort_cpu). Issue 9 asks >= 0.95 for default INT8: not met yet. 36% of these
+    # crops have an FP32 top probability < 0.3 and the flips are such near-ties; the largest single loss is
+    # the first depthwise conv (BN-folded channel gains up to 17.7 on the stem's ReLU6 output): keeping
+    # blocks.0 in float halves the KL. FP8 loses far more (E4M3 on that same input); see bench/README.md.
+    "efficientnet_lite0": {"int8": {"top1_agree": ("min", 0.91)}, "fp8": {"top1_agree": ("min", 0.70)}},
     # MiniLM int8 cos 0.9826 nn 0.875 (both levels); fp8 cos 0.9976 nn 0.984
     "minilm": {"int8": {"mean_cos": ("min", 0.975), "nn_agree": ("min", 0.80)},
                "fp8": {"mean_cos": ("min", 0.99), "nn_agree": ("min", 0.93)}},
@@ -60,7 +68,8 @@ OUTPUTS = [("int8", "trt"), ("fp8", "trt"), ("fp8", "ort_cpu")]
 # throws on one (the same files are right at ORT_ENABLE_BASIC). `--target_runtime ort_cpu` is the fix
 # for ONNX Runtime users; these stay strict xfails so that a fixed ONNX Runtime flips them.
 DEFAULT_LEVEL_BROKEN = {("ocr_det", "fp8", "trt"), ("ocr_rec", "fp8", "trt"), ("ocr_cls", "fp8", "trt"),
-                        ("silero_vad", "fp8", "trt"), ("orientation", "fp8", "trt")}
+                        ("silero_vad", "fp8", "trt"), ("orientation", "fp8", "trt"),
+                        ("efficientnet_lite0", "fp8", "trt")}
 _BROKEN = pytest.mark.xfail(strict=True, reason="ONNX Runtime's Relu/Clip+QuantizeLinear rewrites misread FP8 "
                                                 "zero points (use --target_runtime ort_cpu)")
 
@@ -87,6 +96,9 @@ AGREEMENT = {
     "ocr_cls": {"top1_agree": ("min", 0.98)},
     "orientation": {"top1_agree": ("min", 0.98)},
     "nsfw_resnet50": {"top1_agree": ("min", 0.98)},
+    # its held-out crops include many FP32 near-ties (see THRESHOLDS): int8 mse 0.984 (max prob diff 0.026),
+    # max 0.961; fp8 ort_cpu 1.0
+    "efficientnet_lite0": {"top1_agree": ("min", 0.94)},
     "minilm": {"mean_cos": ("min", 0.999), "nn_agree": ("min", 0.95)},
     "silero_vad": {"mean_abs_diff": ("max", 0.005)},
 }
