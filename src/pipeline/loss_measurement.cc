@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "evaluate/tensor_error.h"
+#include "accuracy/tensor_error.h"
 
 namespace ptqkit {
 
@@ -39,16 +39,16 @@ void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split) {
                                         : data->set.NumBatches(data->batch_size);
 }
 
-evaluate::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split) {
+accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split) {
   data->set.SetWindow(split.eval_first, split.eval_first + split.eval_count);
-  evaluate::SampleRange range;
+  accuracy::SampleRange range;
   range.batch_size = data->batch_size;
   range.count = data->set.NumBatches(data->batch_size);
   return range;
 }
 
-LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::ModelProto& quantized,
-                       const CalibrationData& data, const evaluate::SampleRange& range, bool held_out,
+LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::ModelProto& quantized,
+                       const CalibrationData& data, const accuracy::SampleRange& range, bool held_out,
                        const RuntimeOptions& runtime,
                        const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
                        calib::Grid grid) {
@@ -59,10 +59,10 @@ LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::Mode
   loss.ort_level = runtime.basic_optimizations_only ? "basic" : "default";
   std::vector<std::string> names;
   for (const auto& o : quantized.graph().output()) names.push_back(o.name());
-  const evaluate::BatchOutputs got = evaluate::RunOutputs(quantized, data.set, range, runtime);
-  loss.outputs = evaluate::CompareOutputs(names, reference, got);
+  const accuracy::BatchOutputs got = accuracy::RunOutputs(quantized, data.set, range, runtime);
+  loss.outputs = accuracy::CompareOutputs(names, reference, got);
   for (int64_t r : reference.rows) loss.samples += r;
-  loss.culprits = evaluate::LargestQuantizationErrors(table, amax, grid, 5);
+  loss.culprits = accuracy::LargestQuantizationErrors(table, amax, grid, 5);
 
   std::vector<std::string> lost;
   for (const OutputLoss& o : loss.outputs) {

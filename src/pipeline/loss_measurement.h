@@ -10,7 +10,7 @@
 
 #include "calib/calibration_table.h"
 #include "calib/method.h"
-#include "evaluate/output_agreement.h"
+#include "accuracy/output_agreement.h"
 #include "pipeline/prepared_model.h"
 #include "ptqkit/quantize.h"
 
@@ -37,12 +37,12 @@ EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples);
 // Points data->set and data->num_batches at the calibration samples (before calibrating) or at the
 // evaluated samples (before the report's runs).
 void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split);
-evaluate::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split);
+accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split);
 
 // Runs `quantized` on the split's batches and compares it with `reference` (the FP32 outputs on
 // the same batches). `runtime` decides the ONNX Runtime level (basic = fake-quant).
-LossReport MeasureLoss(const evaluate::BatchOutputs& reference, const onnx::ModelProto& quantized,
-                       const CalibrationData& data, const evaluate::SampleRange& range, bool held_out,
+LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::ModelProto& quantized,
+                       const CalibrationData& data, const accuracy::SampleRange& range, bool held_out,
                        const RuntimeOptions& runtime,
                        const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
                        calib::Grid grid);

@@ -16,8 +16,8 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "evaluate/output_agreement.h"
-#include "pipeline/accuracy_budget.h"
+#include "accuracy/output_agreement.h"
+#include "accuracy/accuracy_budget.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
@@ -62,7 +62,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--intra_op_num_threads must be 0 (ONNX Runtime's default) or more, got {}",
                             o.intra_op_num_threads));
   }
-  if (o.accuracy_budget >= 0) evaluate::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
+  if (o.accuracy_budget >= 0) accuracy::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
   if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
@@ -107,11 +107,11 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o) {
 std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
                                               const calib::CalibrationTable& table,
                                               const std::vector<std::pair<std::string, std::string>>& drops,
-                                              const evaluate::BatchOutputs& reference, CalibrationData& data,
-                                              const evaluate::SampleRange& eval_range, const RuntimeOptions& runtime,
+                                              const accuracy::BatchOutputs& reference, CalibrationData& data,
+                                              const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report) {
-  const evaluate::BudgetMetric metric = evaluate::ParseBudgetMetric(o.accuracy_budget_metric);
+  const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
   const bool fp8 = o.quantize_mode == "fp8";
   const calib::Method method = calib::ParseMethod(report->calibration_method);
   const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
@@ -134,7 +134,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
     plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
     if (o.accuracy_eval) return score_drop(candidate);
-    return evaluate::Divergence(metric, reference, evaluate::RunOutputs(candidate, data.set, eval_range, runtime));
+    return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
   };
 
   const double at_zero = divergence_with({});
@@ -149,7 +149,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     so.num_calib_samples = o.num_synthetic_samples;
     so.synthetic_seed = o.synthetic_seed;
     so.granularity = "node";
-    so.metric = metric == evaluate::BudgetMetric::kTop1 ? "kl_div" : evaluate::BudgetMetricName(metric);
+    so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
     so.target_precision = o.quantize_mode;
     so.calibration_method = report->calibration_method;
     so.calibration_shapes = o.calibration_shapes;
@@ -169,10 +169,10 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
       if (quantized.count(node)) ranking.push_back(node);
     }
   }
-  AccuracyBudgetReport r = SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
+  AccuracyBudgetReport r = accuracy::SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
     return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
   });
-  r.metric = o.accuracy_eval ? "accuracy_eval drop" : evaluate::BudgetMetricName(metric);
+  r.metric = o.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric);
   r.evaluations += 1;  // the full quantization's
   for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
   if (!r.met) {
@@ -252,11 +252,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
   // The FP32 outputs the loss report compares with, before the graph is rewritten.
-  evaluate::BatchOutputs reference;
-  evaluate::SampleRange eval_range;
+  accuracy::BatchOutputs reference;
+  accuracy::SampleRange eval_range;
   if (split.eval_count > 0) {
     eval_range = UseEvaluationSamples(&*data, split);
-    reference = evaluate::RunOutputs(model, data->set, eval_range, Runtime(o));
+    reference = accuracy::RunOutputs(model, data->set, eval_range, Runtime(o));
   }
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);

@@ -1,11 +1,11 @@
-#include "evaluate/tensor_error.h"
+#include "accuracy/tensor_error.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "calib/mse_search.h"
 
-namespace ptqkit::evaluate {
+namespace ptqkit::accuracy {
 
 std::vector<TensorClipping> LargestQuantizationErrors(const calib::CalibrationTable& table,
                                                       const std::map<std::string, float>& amax, calib::Grid grid,
@@ -45,4 +45,4 @@ std::vector<TensorClipping> LargestQuantizationErrors(const calib::CalibrationTa
   return all;
 }
 
-}  // namespace ptqkit::evaluate
+}  // namespace ptqkit::accuracy

@@ -14,11 +14,11 @@
 #include "calib/method.h"
 #include "ptqkit/quantize.h"
 
-namespace ptqkit::evaluate {
+namespace ptqkit::accuracy {
 
 // The `top` tensors of `amax` with the largest relative error, largest first (ties by name).
 std::vector<TensorClipping> LargestQuantizationErrors(const calib::CalibrationTable& table,
                                                       const std::map<std::string, float>& amax, calib::Grid grid,
                                                       size_t top);
 
-}  // namespace ptqkit::evaluate
+}  // namespace ptqkit::accuracy

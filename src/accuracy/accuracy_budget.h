@@ -16,7 +16,7 @@
 
 #include "ptqkit/quantize.h"
 
-namespace ptqkit {
+namespace ptqkit::accuracy {
 
 // Divergence of the model quantized with the first `k` nodes of the ranking kept in float.
 using EvaluateCut = std::function<double(int64_t k)>;
@@ -27,4 +27,4 @@ using EvaluateCut = std::function<double(int64_t k)>;
 AccuracyBudgetReport SearchCut(int64_t ranking_size, double budget, double divergence_at_0,
                                const EvaluateCut& evaluate);
 
-}  // namespace ptqkit
+}  // namespace ptqkit::accuracy

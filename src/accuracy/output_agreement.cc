@@ -1,4 +1,4 @@
-#include "evaluate/output_agreement.h"
+#include "accuracy/output_agreement.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "onnx/session_model.h"
 #include "ptqkit/error.h"
 
-namespace ptqkit::evaluate {
+namespace ptqkit::accuracy {
 namespace {
 
 bool IsFloat(DataType t) { return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBFloat16; }
@@ -196,4 +196,4 @@ double Divergence(BudgetMetric metric, const BatchOutputs& reference, const Batc
   return std::isfinite(total) ? total : std::numeric_limits<double>::infinity();
 }
 
-}  // namespace ptqkit::evaluate
+}  // namespace ptqkit::accuracy

@@ -1,8 +1,8 @@
-#include "pipeline/accuracy_budget.h"
+#include "accuracy/accuracy_budget.h"
 
 #include "base/log.h"
 
-namespace ptqkit {
+namespace ptqkit::accuracy {
 
 AccuracyBudgetReport SearchCut(int64_t ranking_size, double budget, double divergence_at_0,
                                const EvaluateCut& evaluate) {
@@ -47,4 +47,4 @@ AccuracyBudgetReport SearchCut(int64_t ranking_size, double budget, double diver
   return r;
 }
 
-}  // namespace ptqkit
+}  // namespace ptqkit::accuracy

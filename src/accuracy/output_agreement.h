@@ -23,7 +23,7 @@
 #include "runtime/session.h"
 #include "sensitivity/metrics.h"
 
-namespace ptqkit::evaluate {
+namespace ptqkit::accuracy {
 
 // Batches [first, first + count) of `batch_size` samples of the calibration set.
 struct SampleRange {
@@ -56,4 +56,4 @@ BudgetMetric ParseBudgetMetric(const std::string& name);  // kl_div | mse | cos 
 std::string BudgetMetricName(BudgetMetric metric);
 double Divergence(BudgetMetric metric, const BatchOutputs& reference, const BatchOutputs& quantized);
 
-}  // namespace ptqkit::evaluate
+}  // namespace ptqkit::accuracy
