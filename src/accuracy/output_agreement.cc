@@ -36,6 +36,15 @@ std::vector<double> AsDoubles(const HostTensor& t) {
   return out;
 }
 
+// The values as float32: the tensor's own buffer when it is float32 (no copy), else converted
+// into `storage`.
+const float* FloatValues(const HostTensor& t, std::vector<float>* storage) {
+  if (t.dtype == DataType::kFloat) return t.Data<float>();
+  const std::vector<double> d = AsDoubles(t);
+  storage->assign(d.begin(), d.end());
+  return storage->data();
+}
+
 // Samples of one output in one batch: rows of axis 0 when it has the batch's sample count there,
 // else one sample.
 int64_t SamplesIn(const HostTensor& t, int64_t batch_rows) {
@@ -117,7 +126,7 @@ std::vector<OutputLoss> CompareOutputs(const std::vector<std::string>& names, co
       for (int64_t s = 0; s < rows; ++s) {
         const double c = Cosine(rv.data() + s * per, qv.data() + s * per, per);
         cos_sum += c;
-        loss.cosine_min = loss.samples == 0 && s == 0 ? c : std::min(loss.cosine_min, c);
+        loss.cosine_min = std::min(loss.cosine_min, c);
       }
       if (HasTop1(r)) {
         top1 = true;
@@ -184,11 +193,12 @@ double Divergence(BudgetMetric metric, const BatchOutputs& reference, const Batc
       const HostTensor& q = quantized.values[b][k];
       if (!IsFloat(r.dtype)) continue;
       CheckSameShape(fmt::format("#{}", k), r, q);
-      const std::vector<double> rv = AsDoubles(r), qv = AsDoubles(q);
+      std::vector<float> r_storage, q_storage;
+      const float* rf = FloatValues(r, &r_storage);
+      const float* qf = FloatValues(q, &q_storage);
       const int64_t rows = SamplesIn(r, reference.rows[b]);
-      const size_t per = rv.size() / static_cast<size_t>(rows);
-      const std::vector<float> rf(rv.begin(), rv.end()), qf(qv.begin(), qv.end());
-      for (int64_t s = 0; s < rows; ++s) sum += sensitivity::CompareSample(m, rf.data() + s * per, qf.data() + s * per, per);
+      const size_t per = static_cast<size_t>(r.NumElements()) / static_cast<size_t>(rows);
+      for (int64_t s = 0; s < rows; ++s) sum += sensitivity::CompareSample(m, rf + s * per, qf + s * per, per);
       samples += rows;
     }
     if (samples > 0) total += sum / static_cast<double>(samples);
