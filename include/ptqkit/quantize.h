@@ -90,6 +90,30 @@ struct QuantizeOptions {
 
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
   std::string calibration_cache;       // read it from here instead of calibrating
+  // TensorRT's text calibration cache ("TRT-<version>-<calibrator>", then "tensor: <hex scale>"):
+  // read activation scales from it (ModelOpt's calibration_cache_path) / write the run's to it.
+  std::string calibration_cache_path;
+  std::string save_calibration_cache_path;
+
+  // The model before placement. opset: the output's default-domain opset (0: the model's, raised
+  // to the mode's minimum). override_shapes: graph inputs made static. simplify: constant subgraphs
+  // folded and dead nodes removed first.
+  int64_t opset = 0;
+  std::map<std::string, std::vector<int64_t>> override_shapes;
+  bool simplify = false;
+
+  // Execution: input_shapes_profile has one options object per calibration_eps entry, passed to
+  // that provider (ModelOpt's TensorRT shape profiles). calibrate_per_node: bounded-memory
+  // calibration, one node at a time.
+  std::vector<std::map<std::string, std::string>> input_shapes_profile;
+  bool calibrate_per_node = false;
+
+  // Placement: no Q/DQ on the attention core's MatMuls even when selectors bypass the rules;
+  // ModelOpt's graph passes (concat_elimination, which placement always does); the precision
+  // of custom ops ("Op:fp16" or "Op:[int8,fp32]:[int8]").
+  bool disable_mha_qdq = false;
+  std::vector<std::string> passes = {"concat_elimination"};
+  std::vector<std::string> trt_plugins_precision;
 
   // Called after each calibration batch with (batches done, total batches).
   std::function<void(int64_t, int64_t)> progress;

@@ -1,151 +1,169 @@
 """ptqkit.quantize(): ModelOpt's modelopt.onnx.quantization.quantize() call shape on ptqkit's
-C++ Quantize(). Parameter names and defaults are those of `ptqkit quantize` (src/cli/
-quantize_command.cc); options the CLI leaves unset are None here (calibration_method too:
-the library picks the mode's default, mse for int8/fp8, as the CLI does).
+C++ Quantize(). Its keywords, defaults and documentation come from the option table
+(src/options/quantize_option_table.cc) that also makes `ptqkit quantize`'s flags: each keyword the
+caller passes is written as the text the CLI would read and parsed by the same C++ code, so the
+two front ends take the same values and give the same errors.
 """
 from __future__ import annotations
 
-import logging
+import inspect
+import json
+import os
+from collections.abc import Mapping
 
-from ptqkit import _calibration, _options, _ptqkit
+from ptqkit import _calibration, _ptqkit
 
-logger = logging.getLogger("ptqkit")
+# Keywords only Python has: they take Python objects, which no command line can carry.
+_PYTHON_OBJECTS = {
+    "calibration_data": "a path (.npy / .npz / folder, as --calibration_data_path), a numpy array (single-input "
+                        "model, samples on axis 0), a mapping {input name: array} (also np.load's NpzFile), or a "
+                        "sequence of per-sample mappings; None = seeded synthetic data (with a warning)",
+    "calibration_data_reader": "an ONNX Runtime CalibrationDataReader (get_next() returns {input: batch} until "
+                               "None), as ModelOpt takes it; its batches are joined along each input's batch axis",
+    "accuracy_eval": "with accuracy_budget: a callable scoring a model path on your own test set (higher is "
+                     "better); the budget is then the largest allowed drop from the FP32 model's score",
+}
+_TABLE = [spec for spec in _ptqkit.quantize_option_table() if spec["python"]]
+_BY_NAME = {spec["name"]: spec for spec in _TABLE}
+for _spec in _TABLE:
+    for _alias in _spec["aliases"]:
+        _BY_NAME[_alias] = _spec
 
 
-def quantize(
-    onnx_path,
-    quantize_mode: str = "int8",
-    calibration_data=None,
-    *,
-    calibration_method: str | None = None,
-    calibration_eps=("cpu",),
-    calibration_shapes=None,
-    op_types_to_quantize=None,
-    op_types_to_exclude=None,
-    nodes_to_quantize=None,
-    nodes_to_exclude=None,
-    dq_only: bool = False,
-    target_runtime: str = "trt",
-    reduce_range: bool = False,
-    block_size: int = 128,
-    use_zero_point: bool = False,
-    awqclip_alpha_step: float = 0.05,
-    awqclip_alpha_min: float = 0.5,
-    high_precision_dtype: str = "fp32",
-    output_path=None,
-    use_external_data_format: bool = False,
-    log_level: str = "INFO",
-    trt_plugins=None,
-    calibration_data_path=None,
-    percentile: float = 99.999,
-    calibration_batch_size=None,
-    calibration_batch_axis=None,
-    intra_op_num_threads=None,
-    num_synthetic_samples: int = 32,
-    op_types_to_exclude_fp16=None,
-    direct_io_types: bool = False,
-    save_calibration_cache=None,
-    calibration_cache=None,
-    log_file=None,
-    eval_samples: int = 16,
-    report_json=None,
-    report_html=None,
-    accuracy_budget=None,
-    accuracy_budget_metric: str = "cos",
-    accuracy_eval=None,
-) -> dict:
+def _python_default(spec: dict):
+    """The keyword's default as a Python value (None: not given, the library decides)."""
+    text = spec["default"]
+    if spec["refusal"] or spec["python_none_default"] or spec["default_doc"] and not text:
+        return None
+    kind = spec["kind"]
+    if kind == "flag" or spec["implicit_value"] == "true":
+        return text == "true"
+    if kind == "int":
+        return int(text)
+    if kind == "real":
+        return float(text)
+    if kind == "list":
+        return tuple(text.split()) if text else None
+    return text or None
+
+
+def _as_text(spec: dict, value) -> list[str]:
+    """A Python value as the CLI text of its option (raises TypeError naming the keyword)."""
+    name, kind = spec["name"], spec["kind"]
+
+    def word(v) -> str:
+        if isinstance(v, (str, os.PathLike)):
+            return os.fsdecode(os.fspath(v))
+        raise TypeError(f"{name}: expected a string{' or path' if spec['is_path'] else ''}, got {v!r}")
+
+    if kind == "flag" or spec["implicit_value"] == "true":
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, (bool, int)) and type(value).__name__ != "bool_":
+            raise TypeError(f"{name}: expected True or False, got {value!r}")
+        return ["true" if value else "false"]
+    if kind == "int":
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise TypeError(f"{name}: expected a whole number, got {value!r}")
+        return [str(value.__index__())]
+    if kind == "real":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+            raise TypeError(f"{name}: expected a number, got {value!r}")
+        return [repr(float(value))]
+    if isinstance(value, Mapping):
+        # {input: [dims]} for shapes, {input: axis} for batch axes, as the CLI's "in:1x3,b:2".
+        entries = [f"{k}:{'x'.join(str(int(d)) for d in v) if not isinstance(v, (int, str)) else v}"
+                   for k, v in value.items()]
+        return entries if kind == "list" else [",".join(entries)]
+    if kind == "list":
+        if isinstance(value, (str, os.PathLike)):
+            return [word(value)]
+        try:
+            return [word(v) for v in value]
+        except TypeError as e:
+            if "expected a string" in str(e):
+                raise
+            raise TypeError(f"{name}: expected a list of strings, got {value!r}") from None
+    if isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) for v in value):
+        return [json.dumps(list(value))]  # input_shapes_profile: ModelOpt's list of dicts
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(value)]  # e.g. block_size=-1
+    return [word(value)]
+
+
+def _reader_arrays(reader, batch_axes) -> dict:
+    """The batches of an ONNX Runtime CalibrationDataReader, joined per input."""
+    import numpy as np
+
+    batches: dict[str, list] = {}
+    while (batch := reader.get_next()) is not None:
+        if not isinstance(batch, Mapping):
+            raise TypeError(f"calibration_data_reader.get_next() returned {type(batch).__name__}, expected a dict")
+        for key, array in batch.items():
+            batches.setdefault(str(key), []).append(np.asarray(array))
+    if not batches:
+        raise _ptqkit.Error("calibration_data_reader gave no batches")
+    return {k: np.concatenate(v, axis=batch_axes.get(k, 0)) if v[0].ndim else np.stack(v) for k, v in batches.items()}
+
+
+def quantize(onnx_path, quantize_mode: str = "int8", calibration_data=None, **options) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
-    is written atomically.
+    is written atomically. Keywords: those of `ptqkit quantize` (see the signature, `python -m
+    ptqkit quantize --help` and the README's table), plus calibration_data, calibration_data_reader
+    and accuracy_eval.
 
-    calibration_data: a path (.npy / .npz / folder, as --calibration_data_path), a numpy array
-    (single-input model, samples on axis 0), a mapping {input name: array} (also np.load's
-    NpzFile), or a sequence of per-sample mappings; None = seeded synthetic data (with a warning).
-    calibration_shapes: "in:8x3x224x224,..." or {input: [8, 3, 224, 224]}.
-    calibration_batch_axis: "state:1" or {input: axis}: the axis an input's samples lie along
-    (default: inferred when the input has exactly one dynamic dim, else 0; scalars fed whole).
-    accuracy_budget: keep in float the fewest nodes (ranked by a node sensitivity scan) that bring
-    the divergence from FP32 on held-out calibration samples (accuracy_budget_metric: cos, kl_div,
-    mse or top1) within this; with accuracy_eval(model_path) -> score (higher is better, e.g. your
-    test-set accuracy), the budget is instead the largest allowed drop from the FP32 model's score.
-    Other options: see `python -m ptqkit --help`.
-
-    Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
-    qdq_pairs, num_calibration_samples, batch_size, calibration/total seconds, ..., and "loss": the
-    quantized vs FP32 comparison on held-out calibration samples (per output cosine_mean,
-    top1_agreement, ...; culprits; warning), the same as --report_json's "loss".
-    Raises ptqkit.Error (a ValueError) with the library's message; nothing is written then.
+    Returns the run's report, the --report_json document: output_path, quantized_by_op_type,
+    left_in_float [(node, reason)], qdq_pairs, num_calibration_samples, batch_size,
+    calibration/total seconds, ..., "loss" (quantized vs FP32 on held-out calibration samples) and
+    "accuracy_budget". Raises ptqkit.Error (a ValueError) with the library's message; nothing is
+    written then.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
-                                _options.batch_axes(calibration_batch_axis))
-    o = _ptqkit.QuantizeOptions()
-    o.onnx_path = _options.path(onnx_path)
-    o.output_path = _options.path(output_path)
-    o.quantize_mode = quantize_mode
-    o.calibration_data_path = data.path
-    if calibration_method is not None:  # None: the library's default for the mode (mse for int8/fp8)
-        o.calibration_method = calibration_method
-    o.percentile = float(percentile)
-    o.calibration_shapes = _options.shapes(calibration_shapes)
-    o.calibration_batch_size = _options.count(calibration_batch_size)
-    o.calibration_batch_axis = _options.batch_axes(calibration_batch_axis)
-    o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
-    o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
-    o.intra_op_num_threads = _options.count(intra_op_num_threads)
-    o.num_synthetic_samples = int(num_synthetic_samples)
-    o.op_types_to_quantize = _options.names(op_types_to_quantize, "op_types_to_quantize")
-    o.op_types_to_exclude = _options.names(op_types_to_exclude, "op_types_to_exclude")
-    o.nodes_to_quantize = _options.names(nodes_to_quantize, "nodes_to_quantize")
-    o.nodes_to_exclude = _options.names(nodes_to_exclude, "nodes_to_exclude")
-    o.dq_only = bool(dq_only)
-    o.target_runtime = target_runtime
-    o.reduce_range = bool(reduce_range)
-    _set_int4(o, block_size=int(block_size), use_zero_point=bool(use_zero_point),
-              awqclip_alpha_step=float(awqclip_alpha_step), awqclip_alpha_min=float(awqclip_alpha_min))
-    o.high_precision_dtype = high_precision_dtype
-    o.op_types_to_exclude_fp16 = _options.names(op_types_to_exclude_fp16, "op_types_to_exclude_fp16")
-    o.direct_io_types = bool(direct_io_types)
-    o.use_external_data_format = bool(use_external_data_format)
-    o.eval_samples = int(eval_samples)
-    o.report_json = _options.path(report_json)
-    o.report_html = _options.path(report_html)
-    if accuracy_budget is not None:  # None: no budget search
-        o.accuracy_budget = float(accuracy_budget)
-    o.accuracy_budget_metric = accuracy_budget_metric
-    if accuracy_eval is not None:  # scores a model path on the caller's test set, higher is better
-        o.accuracy_eval = lambda path: float(accuracy_eval(path))
-    o.save_calibration_cache = _options.path(save_calibration_cache)
-    o.calibration_cache = _options.path(calibration_cache)
+    given: dict[str, list[str]] = {}
+    python_objects = {"calibration_data": calibration_data}
+    for key, value in options.items():
+        if key in _PYTHON_OBJECTS:
+            python_objects[key] = value
+            continue
+        spec = _BY_NAME.get(key)
+        if spec is None:
+            raise TypeError(f"quantize() got an unexpected keyword argument {key!r}")
+        if value is not None:
+            given[spec["name"]] = _as_text(spec, value)
+    given["onnx_path"] = _as_text(_BY_NAME["onnx_path"], onnx_path)
+    given["quantize_mode"] = _as_text(_BY_NAME["quantize_mode"], quantize_mode)
 
-    report = _ptqkit.quantize(o, data.arrays, log_level, _options.path(log_file))
-    _log_summary(report)
-    return report
+    batch_axes = _ptqkit.parse_batch_axis_list(",".join(given.get("calibration_batch_axis", [])))
+    data = python_objects["calibration_data"]
+    reader = python_objects.get("calibration_data_reader")
+    if reader is not None:
+        if data is not None:
+            raise _ptqkit.Error("give calibration_data or calibration_data_reader, not both")
+        data = _reader_arrays(reader, batch_axes)
+    path = options.get("calibration_data_path")
+    resolved = _calibration.resolve(data, path, onnx_path, batch_axes)
+    if resolved.path:
+        given["calibration_data_path"] = [resolved.path]
+    accuracy_eval = python_objects.get("accuracy_eval")
+    scorer = None if accuracy_eval is None else (lambda model_path: float(accuracy_eval(model_path)))
+    return _ptqkit.quantize(given, resolved.arrays, scorer)
 
 
-_INT4_DEFAULTS = {"block_size": 128, "use_zero_point": False, "awqclip_alpha_step": 0.05,
-                  "awqclip_alpha_min": 0.5}
+def _signature() -> inspect.Signature:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("onnx_path", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("quantize_mode", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="int8"),
+              inspect.Parameter("calibration_data", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    seen = {"onnx_path", "quantize_mode", "calibration_data"}
+    for spec in _TABLE:
+        if spec["name"] not in seen:
+            params.append(inspect.Parameter(spec["name"], keyword, default=_python_default(spec)))
+            seen.add(spec["name"])
+    params += [inspect.Parameter(name, keyword, default=None) for name in _PYTHON_OBJECTS if name not in seen]
+    return inspect.Signature(params, return_annotation=dict)
 
 
-def _set_int4(o, **values) -> None:
-    """The int4 options, on a library built with the int4 mode; on one without it they may only
-    keep their defaults (which then mean nothing)."""
-    for name, value in values.items():
-        if hasattr(o, name):
-            setattr(o, name, value)
-        elif value != _INT4_DEFAULTS[name]:
-            raise _ptqkit.Error(f"{name}: this ptqkit build has no int4 mode")
-
-
-def _log_summary(r: dict) -> None:
-    """The CLI's end-of-run summary, through logging (INFO) instead of stdout."""
-    if not logger.isEnabledFor(logging.INFO):
-        return
-    lines = [f"Wrote {r['output_path']}"]
-    total = sum(r["quantized_by_op_type"].values())
-    lines.append(f"quantized nodes: {total} ({r['qdq_pairs']} Q/DQ pairs)")
-    lines += [f"  {op:<24} {n}" for op, n in r["quantized_by_op_type"].items()]
-    lines.append(f"left in float: {len(r['left_in_float'])}")
-    width = max((len(node) for node, _ in r["left_in_float"]), default=0)
-    lines += [f"  {node:<{width}}  {why}" for node, why in r["left_in_float"]]
-    lines.append(f"total: {r['total_seconds']:.3f} s")
-    logger.info("\n".join(lines))
+quantize.__signature__ = _signature()
+quantize.__doc__ += "\n    Keywords:\n" + "\n".join(
+    f"      {spec['name']}: {spec['help']}" + (f" (not taken: {spec['refusal']})" if spec["refusal"] else "")
+    for spec in _TABLE) + "\n" + "\n".join(f"      {k}: {v}" for k, v in _PYTHON_OBJECTS.items())

@@ -24,7 +24,9 @@
 #include "cli_entry.h"
 #include "pipeline/model_inputs.h"
 #include "pipeline/report_json.h"
+#include "options/option_spec.h"
 #include "pipeline/prepared_model.h"
+#include "pipeline/quantize_summary.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
@@ -99,51 +101,85 @@ class LogSettings {
   bool has_file_;
 };
 
-// The method the run used (the mode's default when none was given), where the report has it.
-template <typename Report>
-void AddCalibrationMethod(py::dict& d, const Report& r) {
-  if constexpr (requires { r.calibration_method; }) d["calibration_method"] = r.calibration_method;
-}
-
+// The report as Python values: the --report_json document (pipeline/report_json.h), one form for
+// both, except that left_in_float is a list of (node, reason) tuples.
 py::dict ReportToDict(const QuantizeReport& r) {
-  py::dict d;
-  AddCalibrationMethod(d, r);
-  d["output_path"] = r.output_path;
-  d["original_opset"] = r.original_opset;
-  d["output_opset"] = r.output_opset;
-  d["quantized_by_op_type"] = r.quantized_by_op_type;
-  d["left_in_float"] = r.left_in_float;
-  d["qdq_pairs"] = r.qdq_pairs;
-  d["num_calibration_samples"] = r.num_calibration_samples;
-  d["batch_size"] = r.batch_size;
-  d["synthetic_data"] = r.synthetic_data;
-  d["calibration_from_cache"] = r.calibration_from_cache;
-  d["calibration_seconds"] = r.calibration_seconds;
-  d["total_seconds"] = r.total_seconds;
-  d["execution_providers"] = r.execution_providers;
-  // One JSON form of the loss report for --report_json and Python (pipeline/report_json.h).
-  d["loss"] = py::module_::import("json").attr("loads")(LossReportToJson(r.loss).dump());
-  d["accuracy_budget"] = py::module_::import("json").attr("loads")(AccuracyBudgetToJson(r.accuracy_budget).dump());
+  py::dict d = py::module_::import("json").attr("loads")(QuantizeReportToJson(r).dump());
+  py::list left;
+  for (const auto& [node, why] : r.left_in_float) left.append(py::make_tuple(node, why));
+  d["left_in_float"] = left;
   return d;
 }
 
-py::dict RunQuantize(QuantizeOptions options, const std::optional<py::dict>& arrays,
-                     const std::string& log_level, const std::string& log_file) {
+// ptqkit.quantize(): `given` holds each keyword the caller passed, as the text the CLI would read
+// (python/ptqkit/_quantize.py writes it), applied through the same option table as the CLI.
+py::dict RunQuantize(const std::map<std::string, std::vector<std::string>>& given, const std::optional<py::dict>& arrays,
+                     std::function<double(const std::string&)> accuracy_eval) {
+  options::QuantizeSettings settings;
+  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {  // table order, as the CLI
+    if (!spec.python) continue;
+    auto it = given.find(spec.name);
+    if (it != given.end()) options::ApplyOption(spec, it->second, settings);
+  }
+  QuantizeOptions& options = settings.options;
   if (arrays) options.calibration_tensors = ToHostTensors(*arrays);
+  options.accuracy_eval = std::move(accuracy_eval);
   QuantizeReport report;
   {
     py::gil_scoped_release release;
-    if (!log_file.empty()) {  // the log opens first: keep it off every file the run reads or writes
+    if (!settings.log_file.empty()) {  // the log opens first: keep it off every file the run reads or writes
       IoGuard files = QuantizeFiles(options, QuantizeOutputPath(options));
-      files.Output(log_file, "log_file");
+      files.Output(settings.log_file, "log_file");
       files.Check();
     }
-    LogSettings log_settings(log_level, log_file);
+    LogSettings log_settings(settings.log_level, settings.log_file);
     cli::ProgressBar bar("calibrating");  // drawn only when stderr is a terminal, as in the CLI
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
     report = Quantize(options);
+    options.progress = nullptr;
+    log::Info("{}", FormatQuantizeSummary(report, options));  // the CLI's summary, through logging
   }
   return ReportToDict(report);
+}
+
+const char* KindWord(options::Kind kind) {
+  switch (kind) {
+    case options::Kind::kFlag: return "flag";
+    case options::Kind::kInt: return "int";
+    case options::Kind::kReal: return "real";
+    case options::Kind::kText: return "text";
+    case options::Kind::kList: return "list";
+  }
+  return "text";
+}
+
+// The option table for Python: the keyword list, defaults and docs of ptqkit.quantize().
+py::list QuantizeOptionTableToList() {
+  py::list table;
+  const options::QuantizeSettings defaults;
+  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {
+    py::dict d;
+    d["name"] = spec.name;
+    d["kind"] = KindWord(spec.kind);
+    d["metavar"] = spec.metavar;
+    d["help"] = spec.help;
+    d["details"] = spec.details;
+    d["default"] = spec.show ? spec.show(defaults) : std::string();
+    d["default_doc"] = spec.default_doc;
+    d["choices"] = spec.choices;
+    d["implicit_value"] = spec.implicit_value ? py::cast(*spec.implicit_value) : py::none();
+    d["is_path"] = spec.is_path;
+    d["python_none_default"] = spec.python_none_default;
+    d["quantize"] = (spec.commands & options::kQuantize) != 0;
+    d["calibrate"] = (spec.commands & options::kCalibrate) != 0;
+    d["cli"] = spec.cli;
+    d["python"] = spec.python;
+    d["aliases"] = spec.aliases;
+    d["modelopt_difference"] = spec.modelopt_difference;
+    d["refusal"] = spec.refusal;
+    table.append(d);
+  }
+  return table;
 }
 
 // Returns the scores file's exact text (SerializeResult), so Python's json.loads gives what
@@ -258,58 +294,6 @@ std::map<std::string, int64_t> ModelInputRanks(const std::string& path) {
   return ranks;
 }
 
-// The int4 options arrive with the int4 mode; bound when the struct has them, so this binding
-// builds before and after that change (Python checks hasattr before setting them).
-template <typename Options>
-void BindInt4Options(py::class_<Options>& c) {
-  if constexpr (requires { &Options::block_size; }) c.def_readwrite("block_size", &Options::block_size);
-  if constexpr (requires { &Options::use_zero_point; }) c.def_readwrite("use_zero_point", &Options::use_zero_point);
-  if constexpr (requires { &Options::awqclip_alpha_step; }) {
-    c.def_readwrite("awqclip_alpha_step", &Options::awqclip_alpha_step);
-  }
-  if constexpr (requires { &Options::awqclip_alpha_min; }) {
-    c.def_readwrite("awqclip_alpha_min", &Options::awqclip_alpha_min);
-  }
-}
-
-void BindQuantizeOptions(py::module_& m) {
-  py::class_<QuantizeOptions> options(m, "QuantizeOptions", "ptqkit::QuantizeOptions (defaults = the CLI's)");
-  options.def(py::init<>())
-      .def_readwrite("onnx_path", &QuantizeOptions::onnx_path)
-      .def_readwrite("output_path", &QuantizeOptions::output_path)
-      .def_readwrite("quantize_mode", &QuantizeOptions::quantize_mode)
-      .def_readwrite("calibration_data_path", &QuantizeOptions::calibration_data_path)
-      .def_readwrite("num_synthetic_samples", &QuantizeOptions::num_synthetic_samples)
-      .def_readwrite("calibration_method", &QuantizeOptions::calibration_method)
-      .def_readwrite("percentile", &QuantizeOptions::percentile)
-      .def_readwrite("calibration_shapes", &QuantizeOptions::calibration_shapes)
-      .def_readwrite("calibration_batch_size", &QuantizeOptions::calibration_batch_size)
-      .def_readwrite("calibration_batch_axis", &QuantizeOptions::calibration_batch_axis)
-      .def_readwrite("calibration_eps", &QuantizeOptions::calibration_eps)
-      .def_readwrite("trt_plugins", &QuantizeOptions::trt_plugins)
-      .def_readwrite("intra_op_num_threads", &QuantizeOptions::intra_op_num_threads)
-      .def_readwrite("op_types_to_quantize", &QuantizeOptions::op_types_to_quantize)
-      .def_readwrite("op_types_to_exclude", &QuantizeOptions::op_types_to_exclude)
-      .def_readwrite("nodes_to_quantize", &QuantizeOptions::nodes_to_quantize)
-      .def_readwrite("nodes_to_exclude", &QuantizeOptions::nodes_to_exclude)
-      .def_readwrite("dq_only", &QuantizeOptions::dq_only)
-      .def_readwrite("target_runtime", &QuantizeOptions::target_runtime)
-      .def_readwrite("reduce_range", &QuantizeOptions::reduce_range)
-      .def_readwrite("high_precision_dtype", &QuantizeOptions::high_precision_dtype)
-      .def_readwrite("op_types_to_exclude_fp16", &QuantizeOptions::op_types_to_exclude_fp16)
-      .def_readwrite("direct_io_types", &QuantizeOptions::direct_io_types)
-      .def_readwrite("use_external_data_format", &QuantizeOptions::use_external_data_format)
-      .def_readwrite("eval_samples", &QuantizeOptions::eval_samples)
-      .def_readwrite("report_json", &QuantizeOptions::report_json)
-      .def_readwrite("report_html", &QuantizeOptions::report_html)
-      .def_readwrite("accuracy_budget", &QuantizeOptions::accuracy_budget)
-      .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
-      .def_readwrite("accuracy_eval", &QuantizeOptions::accuracy_eval)
-      .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
-      .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
-  BindInt4Options(options);
-}
-
 void BindSensitivityOptions(py::module_& m) {
   py::class_<SensitivityOptions>(m, "SensitivityOptions", "ptqkit::SensitivityOptions (defaults = the CLI's)")
       .def(py::init<>())
@@ -354,12 +338,11 @@ PYBIND11_MODULE(_ptqkit, m) {
   m.attr("Error") = py::handle(g_error);  // the module keeps a reference; g_error is borrowed
   py::register_exception_translator(&TranslateErrors);
 
-  BindQuantizeOptions(m);
   BindSensitivityOptions(m);
   BindPickerOptions(m);
 
-  m.def("quantize", &RunQuantize, py::arg("options"), py::arg("arrays"), py::arg("log_level"),
-        py::arg("log_file"));
+  m.def("quantize", &RunQuantize, py::arg("given"), py::arg("arrays"), py::arg("accuracy_eval"));
+  m.def("quantize_option_table", &QuantizeOptionTableToList);
   m.def("score", &RunScore, py::arg("options"), py::arg("arrays"), py::arg("output_json"),
         py::arg("report"), py::arg("data_label"), py::arg("log_level"), py::arg("log_file"));
   m.def("suggest_exclusion", &RunSuggestExclusion, py::arg("scores"), py::arg("options"));

@@ -14,6 +14,7 @@
 #include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/option_flags.h"
 #include "cli/progress_bar.h"
 #include "pipeline/calibrate.h"
 #include "ptqkit/calibration.h"
@@ -46,48 +47,17 @@ int Merge(const std::vector<std::string>& paths, const std::string& output) {
 
 Command RegisterCalibrate(CLI::App& app) {
   auto* cmd = app.add_subcommand("calibrate", "Calibrate only: write a calibration table, or one shard's part of it");
-  auto o = std::make_shared<QuantizeOptions>();
-  auto shapes = std::make_shared<std::string>();
-  auto batch_axis = std::make_shared<std::vector<std::string>>();
+  auto settings = std::make_shared<options::QuantizeSettings>();
+  AddOptionFlags(cmd, options::kCalibrate, settings);
   auto shard_text = std::make_shared<std::string>();
   auto merge = std::make_shared<std::vector<std::string>>();
   auto output = std::make_shared<std::string>();
-  auto log_level = std::make_shared<std::string>("INFO");
-  auto log_file = std::make_shared<std::string>();
-
-  cmd->add_option("--onnx_path", o->onnx_path, "FP32 ONNX model (never modified)");
   cmd->add_option("-o,--output", *output,
                   "Table (or part with --shard) to write (default: <model>.calibration.json / "
                   "<model>.calibration.partKofN.json beside the model)");
   cmd->add_option("--shard", *shard_text, "K/N: calibrate only the K-th of N contiguous slices of the batches (K from 0)");
   cmd->add_option("--merge", *merge, "Merge these part files (every shard of one run, any order) into one table")
       ->expected(1, -1);
-  cmd->add_option("--quantize_mode", o->quantize_mode, "int8 | fp8 (fp8 calibrates the opset-19 model, as quantize)")
-      ->capture_default_str();
-  cmd->add_option("--target_runtime", o->target_runtime, "As quantize: with fp8, ort_cpu calibrates the opset-21 model")
-      ->capture_default_str();
-  cmd->add_option("--calibration_data_path", o->calibration_data_path,
-                  ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data");
-  cmd->add_option("--calibration_method", o->calibration_method,
-                  "max keeps no histograms (the table then serves max only); any other method keeps them (default mse)");
-  cmd->add_option("--calibration_shapes", *shapes, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128");
-  cmd->add_option("--calibration_batch_axis", *batch_axis, "Axis the samples of an input lie along, e.g. state:1");
-  cmd->add_option("--calibration_batch_size", o->calibration_batch_size,
-                  "Batch size for models with a dynamic batch dimension (default 1)");
-  cmd->add_option("--calibration_eps", o->calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
-      ->capture_default_str();
-  cmd->add_option("--trt_plugins", o->trt_plugins, "TensorRT plugin libraries (.so) for the trt provider");
-  cmd->add_option("--intra_op_num_threads", o->intra_op_num_threads, "ONNX Runtime threads (0 = its default)");
-  cmd->add_option("--num_synthetic_samples", o->num_synthetic_samples, "Samples of synthetic data when none is given")
-      ->capture_default_str();
-  cmd->add_option("--eval_samples", o->eval_samples,
-                  "As quantize: the last samples its loss report holds out are left out of the table too "
-                  "(not with --for_sensitivity: a scan calibrates on every sample)")
-      ->capture_default_str();
-  cmd->add_option("--op_types_to_quantize", o->op_types_to_quantize, "As quantize: the plan whose tensors are kept");
-  cmd->add_option("--op_types_to_exclude", o->op_types_to_exclude, "As quantize");
-  cmd->add_option("--nodes_to_quantize", o->nodes_to_quantize, "As quantize");
-  cmd->add_option("--nodes_to_exclude", o->nodes_to_exclude, "As quantize");
   auto scan = std::make_shared<SensitivityOptions>();
   auto for_scan = std::make_shared<bool>(false);
   cmd->add_flag("--for_sensitivity", *for_scan,
@@ -95,11 +65,11 @@ Command RegisterCalibrate(CLI::App& app) {
                 "--quantize_mode) instead of quantize's plan, for `sensitivity --calibration_cache`");
   cmd->add_option("--granularity", scan->granularity, "With --for_sensitivity: op_type | node")->capture_default_str();
   cmd->add_option("--op_types_scope", scan->op_types_scope, "With --for_sensitivity: the scan's op types");
-  cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
-  cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
 
   return [=]() {
-    log::SetLevel(log::ParseLevel(*log_level));
+    QuantizeOptions* o = &settings->options;
+    const std::string* log_file = &settings->log_file;
+    log::SetLevel(log::ParseLevel(settings->log_level));
     const bool sharded = !shard_text->empty();
     const shard::ShardSpec spec = sharded ? shard::ParseShard(*shard_text) : shard::ShardSpec{};
     const std::string path =
@@ -121,10 +91,6 @@ Command RegisterCalibrate(CLI::App& app) {
       return Merge(*merge, *output);
     }
     if (o->onnx_path.empty()) throw Error("calibrate needs --onnx_path (or --merge parts...)");
-    if (!shapes->empty()) o->calibration_shapes = ParseShapeList(*shapes);
-    std::string axes_text;
-    for (const std::string& entry : *batch_axis) axes_text += entry + ",";
-    o->calibration_batch_axis = ParseBatchAxisList(axes_text);
     shard::CalibrationPart part;
     {
       ProgressBar bar("calibrating");

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/response_files.h"
+#include "options/response_files.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::cli {
@@ -33,7 +33,7 @@ int RunCommandLine(int argc, const char* const* argv) {
   const Command sensitivity = RegisterSensitivity(app);
   const Command calibrate = RegisterCalibrate(app);
   try {
-    std::vector<std::string> args = ExpandResponseFiles(argc, argv);
+    std::vector<std::string> args = options::ExpandResponseFiles(argc, argv);
     args.insert(args.begin(), argc > 0 ? argv[0] : "ptqkit");
     std::vector<const char*> expanded;
     for (const auto& arg : args) expanded.push_back(arg.c_str());

@@ -12,7 +12,7 @@
 
 namespace ptqkit::cli {
 
-// argv[0] is the program name. "@file" arguments are expanded (cli/response_files.h).
+// argv[0] is the program name. "@file" arguments are expanded (options/response_files.h).
 int RunCommandLine(int argc, const char* const* argv);
 
 }  // namespace ptqkit::cli

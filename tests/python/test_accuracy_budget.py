@@ -66,7 +66,7 @@ def test_budget_already_met_changes_nothing(cli, resnet, calib, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "unknown accuracy budget metric 'l1'"),
+    (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "--accuracy_budget_metric: 'l1' is not one of cos, kl_div, mse, top1"),
     (["--accuracy_budget", "0.1", "--eval_samples", "0"], "and held-out samples (--eval_samples > 0)"),
 ])
 def test_budget_refusals(cli, resnet, calib, tmp_path, args, message):

@@ -104,7 +104,7 @@ def test_reduce_range_stores_seven_bit_weights(cli, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--target_runtime", "tensorrt"], "unknown --target_runtime 'tensorrt' (expected trt or ort_cpu)"),
+    (["--target_runtime", "tensorrt"], "--target_runtime: 'tensorrt' is not one of trt, ort_cpu"),
     (["--quantize_mode", "fp8", "--reduce_range"], "--reduce_range applies to --quantize_mode int8 only"),
 ])
 def test_refusals(cli, clip_cnn, tmp_path, args, message):

@@ -1,8 +1,8 @@
-#include "cli/response_files.h"
+#include "options/response_files.h"
 
 #include "base/input_file.h"
 
-namespace ptqkit::cli {
+namespace ptqkit::options {
 namespace {
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -38,4 +38,4 @@ std::vector<std::string> ExpandResponseFiles(int argc, const char* const* argv) 
   return args;
 }
 
-}  // namespace ptqkit::cli
+}  // namespace ptqkit::options

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace ptqkit::cli {
+namespace ptqkit::options {
 
 // argv[1..] with every "@file" expanded. Throws ptqkit::Error naming the file when it cannot be
 // read (only regular files are read).
@@ -18,4 +18,4 @@ std::vector<std::string> ExpandResponseFiles(int argc, const char* const* argv);
 // The lines of a list file (--nodes_to_exclude_file ...): the same rules as a response file.
 std::vector<std::string> ReadListFile(const std::string& path, const std::string& option);
 
-}  // namespace ptqkit::cli
+}  // namespace ptqkit::options

@@ -1,0 +1,308 @@
+// The options of `ptqkit quantize` (and of `ptqkit calibrate`, which takes the data and
+// calibration ones), one entry each, and every flag of ModelOpt 0.47's
+// `python -m modelopt.onnx.quantization`: taken with ModelOpt's meaning, or refused with the
+// reason. Entries keep --help order; the README's table is written from them (`ptqkit options
+// --format markdown`, checked by tests/python/test_options.py).
+#include <fmt/format.h>
+
+#include <map>
+
+#include "base/log.h"
+#include "options/option_builders.h"
+#include "ptqkit/calibration.h"
+#include "ptqkit/error.h"
+
+namespace ptqkit::options {
+namespace {
+
+constexpr unsigned kBoth = kQuantize | kCalibrate;
+
+std::vector<OptionSpec> BuildTable() {
+  std::vector<OptionSpec> t;
+  // ---- model and output
+  t.push_back(Text("onnx_path", &QuantizeOptions::onnx_path, "Input FP32 ONNX model (never modified)")
+                  .Metavar("M").Path().Commands(kBoth).Required(kQuantize).DefaultDoc("(required)").Details(R"(FP32 model, opset 7–21 (below 13 is upgraded by ONNX's version converter), IR ≥ 3 (raised with the opset); external data is read; models over 2 GiB run without ever serializing their weights. Networks inside `If`/`Loop`/`Scan` subgraphs are quantized like the main graph (a branch the calibration data never takes stays float, with a warning). Never modified.)"));
+  t.push_back(Text("output_path", &QuantizeOptions::output_path,
+                   "Output model (default: <model>.quant.onnx beside the input)")
+                  .Metavar("O").Path().DefaultDoc("`<M's stem>.quant.onnx` beside M").Details(R"(written to a temporary file in O's folder, then renamed)"));
+  t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 (int4: weight-only MatMul/Gemm)")
+                  .Choices({"int8", "fp8", "int4"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, opset raised to 19) or `int4`: weight-only, the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a packed INT4 initializer + blocked `DequantizeLinear` (opset raised to 21, IR ≥ 10); activations stay float. The other options below that name int4 apply; node/op-type selectors apply too.)"));
+  t.push_back(Text("opset", nullptr, "Opset of the output model (raised further when the mode needs it)")
+                  .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().DefaultDoc("the model's, raised to the mode's minimum")
+                  .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
+                           "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 19, "
+                           "int4: 21) it is raised to that, with a warning; below the model's own opset the model's is "
+                           "kept, with a warning (as ModelOpt does)."));
+  t.push_back(Text("override_shapes", nullptr, "Make input shapes static in the output model, e.g. input:1x3x224x224")
+                  .Metavar("in:1x3x224x224,...").Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.override_shapes = ParseShapeList(v);
+                  }).Show([](const QuantizeSettings&) { return std::string(); })
+                  .Details("Every dimension of the named graph inputs becomes the given fixed size in the output model "
+                           "(and for calibration, unless --calibration_shapes says otherwise); shape inference then "
+                           "fixes the shapes it can derive. The number of dimensions must match the input's."));
+  t.push_back(Flag("use_external_data_format", &QuantizeOptions::use_external_data_format,
+                   "Write weights to <output>.data")
+                  .DefaultDoc("off (automatic above 2 GiB)").Details(R"(write weights to `<output>.data`)"));
+  t.push_back(Flag("simplify", &QuantizeOptions::simplify,
+                   "Fold constant subgraphs and remove dead nodes before quantizing")
+                  .Details("Before placement: nodes whose inputs are all constants (initializers, Constant nodes, "
+                           "shapes that shape inference fixes) are evaluated once by ONNX Runtime and replaced by "
+                           "initializers, and nodes that no graph output depends on are removed. Outside control-flow "
+                           "subgraphs; nodes of other domains and random ops are kept."));
+
+  // ---- calibration data
+  t.push_back(Text("calibration_data_path", &QuantizeOptions::calibration_data_path,
+                   ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data")
+                  .Metavar("D").Path().Commands(kBoth).DefaultDoc("none").Details(R"(see "Calibration data" below; none = seeded synthetic data, with a warning)"));
+  t.push_back(Text("calibration_method", &QuantizeOptions::calibration_method,
+                   "int8/fp8: max | entropy | percentile | mse (default mse); int4: rtn | awq_clip | awq_lite "
+                   "(default awq_clip)")
+                  .Choices({"max", "entropy", "percentile", "mse", "rtn", "rtn_dq", "awq_clip", "awq_lite"})
+                  .Commands(kBoth).PythonNone().DefaultDoc("`mse` (int8/fp8), `awq_clip` (int4)")
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    // ModelOpt spells round-to-nearest "rtn_dq" (its output has DequantizeLinear only, as ours).
+                    s.options.calibration_method = v == "rtn_dq" ? "rtn" : v;
+                  })
+                  .ModelOptDifference("the int8/fp8 default is mse, not entropy (see the Calibration section); "
+                                      "rtn_dq is taken as rtn")
+                  .Details(R"(int8/fp8: `max` (absmax), `entropy` (TensorRT-style KL search, 128 levels, over ≥ 2048 histogram bins; exact zeros are left out of the search, and the result is never below the `mse` range of the same histogram: KL alone clipped OCR activations to 3% of their range), `percentile`, `mse` (the amax with the least expected squared quantize-dequantize error over the |x| histogram, rounding inside the range plus clipping outside, on the real grid: int8's 127 uniform steps, or FP8 E4M3's non-uniform values with amax ↦ 448; 256 candidate amax up to the absmax). The default is `mse`, not ModelOpt's `entropy`: on real models it stayed within about one point of `max` and was often better, while `entropy` (before its mse floor) wrecked the OCR models. Calibration caches written before `mse`/zero counts (table version 1) are rejected; recalibrate. int4: `rtn` (round to nearest, scale = block amax/7, reads no data), `awq_clip` (per block and output column, the clipping ratio α ∈ {0.5, 0.55, …, 1} with the least output error on the calibration activations; one streaming pass collects each weight input's block Gram matrices XᵀX, so memory does not grow with the number of samples); `awq_lite` (activation-aware scaling: from the same single pass, a_k = mean |x_k| per input channel; for α ∈ {0, 0.05, …, 1} the scales s_k = a_k^α / √(max·min) are tried, the weight stores RTN(diag(s)·W) and the α with the least modelled output error on the block Gram matrices wins, ties to the smaller α, α = 0 being plain RTN; a chosen α > 0 adds a `[K]` initializer 1/s and a `Mul(activation, 1/s)` in front of each consumer; the scaled weight then gets the awq_clip search on the Gram of x·(1/s), so α = 0 is exactly awq_clip). A method of the other modes is an error.)"));
+  t.push_back(Real("percentile", &QuantizeOptions::percentile, "Percentile for --calibration_method percentile")
+                  .Metavar("P").Commands(kBoth).Details(R"(for `percentile`)"));
+  t.push_back(Text("calibration_shapes", nullptr, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128")
+                  .Metavar("in:8x3x224x224,...").Commands(kBoth)
+                  .Apply([](QuantizeSettings& s, const std::string& v) { s.options.calibration_shapes = ParseShapeList(v); })
+                  .Show([](const QuantizeSettings&) { return std::string(); }).Details(R"(calibration batch shape per input (axis 0 = batch size))"));
+  t.push_back(Text("calibration_batch_size", nullptr, "Batch size for models with a dynamic batch dimension (default 1)")
+                  .Metavar("N").Int(1, 12, &QuantizeOptions::calibration_batch_size).Commands(kBoth).PythonNone()
+                  .DefaultDoc("model's fixed batch, else 1").Details(R"(batch size for models with a dynamic batch dimension)"));
+  t.push_back(List("calibration_batch_axis", nullptr,
+                   "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: inferred "
+                   "when the input has exactly one dynamic dim, else 0; scalars are fed whole)")
+                  .Metavar("state:1").Commands(kBoth)
+                  .ApplyList([](QuantizeSettings& s, const std::vector<std::string>& v) {
+                    std::string text;
+                    for (const auto& entry : v) text += entry + ",";
+                    for (const auto& [input, axis] : ParseBatchAxisList(text)) s.options.calibration_batch_axis[input] = axis;
+                  })
+                  .DefaultDoc("inferred").Details(R"(the axis an input's samples lie along (repeatable or a comma list); see "Recurrent state" below)"));
+  t.push_back(Text("num_synthetic_samples", nullptr, "Samples of synthetic data when none is given")
+                  .Metavar("N").Int(1, 18, &QuantizeOptions::num_synthetic_samples).Commands(kBoth)
+                  .Details(R"(samples of synthetic data when no data is given)"));
+  t.push_back(Text("trust_calibration_data", nullptr, "ModelOpt: allow pickled calibration data")
+                  .Flagged().Apply([](QuantizeSettings&, const std::string& v) {
+                    if (!ParseBoolWord("--trust_calibration_data", v)) return;
+                    log::Warn("--trust_calibration_data: ptqkit never unpickles data; .npy/.npz files holding "
+                              "Python objects are refused whatever this flag says");
+                  }).Show([](const QuantizeSettings&) { return std::string("false"); }).DefaultDoc("off")
+                  .Details("Taken for ModelOpt compatibility: ptqkit reads numeric arrays only and never unpickles, "
+                           "so there is nothing to trust; a warning says so."));
+
+  // ---- runtime
+  t.push_back(List("calibration_eps", &QuantizeOptions::calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
+                  .Metavar("EP").Commands(kBoth)
+                  .ModelOptDifference("ModelOpt's default is cpu cuda:0 trt; ptqkit's is cpu (its bundled ONNX Runtime "
+                                      "is CPU-only)")
+                  .Details(R"(execution providers in order; one that this ONNX Runtime build lacks is reported and skipped)"));
+  t.push_back(List("trt_plugins", &QuantizeOptions::trt_plugins, "TensorRT plugin libraries (.so) for the trt provider")
+                  .Metavar("a.so").Path().Commands(kBoth).Details(R"(passed to the TensorRT provider)"));
+  t.push_back(List("trt_plugins_precision", &QuantizeOptions::trt_plugins_precision,
+                   "Precision of custom ops: op:fp16, or op:[in precisions]:[out precisions]")
+                  .Metavar("op:fp16")
+                  .Details("Per custom op type (as ModelOpt): `Op:fp16`/`Op:fp32` for all its inputs and outputs, or "
+                           "`Op:[int8,fp32]:[int8]` per input and output. An int8/fp8 input gets Q/DQ with its "
+                           "calibrated scale (it must match --quantize_mode), an fp16 input a Cast to float16 and "
+                           "its output a Cast back; fp32 leaves it as it is."));
+  t.push_back(Text("trt_rtx_backend", nullptr, "ModelOpt: TensorRT-RTX backend for the NvTensorRtRtx provider")
+                  .Choices({"legacy", "abi"}).Show([](const QuantizeSettings&) { return std::string("legacy"); })
+                  .Apply([](QuantizeSettings&, const std::string& v) {
+                    if (v != "legacy") {
+                      throw Error("--trt_rtx_backend abi: ptqkit's ONNX Runtime has no TensorRT-RTX provider; "
+                                  "calibrate with --calibration_eps cpu (the scales do not depend on the provider)");
+                    }
+                  })
+                  .Details("Only `legacy` (ModelOpt's default) is taken, and it changes nothing: ptqkit's ONNX "
+                           "Runtime has no TensorRT-RTX provider."));
+  t.push_back(Text("input_shapes_profile", nullptr,
+                   "ModelOpt: provider shape profiles, a JSON list (inline or a file) with one object per provider")
+                  .Metavar("JSON").Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.input_shapes_profile = ParseShapesProfile(v);
+                  }).Show([](const QuantizeSettings&) { return std::string(); })
+                  .Details("One JSON object of string options per --calibration_eps entry, in order (ModelOpt's "
+                           "form, e.g. `nv_profile_min_shapes`); each is passed to that provider as its options. The "
+                           "CPU provider takes none, so an object for `cpu` must be empty."));
+  t.push_back(Text("intra_op_num_threads", nullptr, "ONNX Runtime threads (0 = its default)")
+                  .Metavar("N").Int32(0, 6, &QuantizeOptions::intra_op_num_threads).Commands(kBoth).PythonNone()
+                  .DefaultDoc("ONNX Runtime's default").Details(R"(results do not depend on it)"));
+  t.push_back(Flag("calibrate_per_node", &QuantizeOptions::calibrate_per_node,
+                   "Bounded memory for huge models: calibrate node by node")
+                  .Commands(kBoth)
+                  .Details("Calibration runs the graph one node at a time (each node's inputs from the previous "
+                           "steps, freed as soon as their last reader ran), so peak memory is the largest few "
+                           "activations instead of ONNX Runtime's whole-graph arena. Slower; same ranges."));
+
+  // ---- what gets quantized
+  t.push_back(List("op_types_to_quantize", &QuantizeOptions::op_types_to_quantize,
+                   "Quantize only these op types (bypasses the rules)")
+                  .Metavar("T").Commands(kBoth).Details(R"(quantize only these op types (bypasses the placement rules))"));
+  t.push_back(List("op_types_to_exclude", &QuantizeOptions::op_types_to_exclude, "Keep these op types in float")
+                  .Metavar("T").Commands(kBoth).Details(R"(keep these op types in float)"));
+  t.push_back(List("nodes_to_quantize", &QuantizeOptions::nodes_to_quantize,
+                   "Quantize only these nodes: exact names, or regexes matched from the start of the name")
+                  .Metavar("N").Commands(kBoth).Details(R"(quantize only these nodes)"));
+  t.push_back(List("nodes_to_exclude", &QuantizeOptions::nodes_to_exclude,
+                   "Keep these nodes in float: exact names, or regexes matched from the start of the name")
+                  .Metavar("N").Commands(kBoth).Details(R"(keep these nodes in float)"));
+  // Long lists never need the command line: one name a line, taken literally.
+  t.push_back(ListFile("nodes_to_exclude", &QuantizeOptions::nodes_to_exclude));
+  t.push_back(ListFile("nodes_to_quantize", &QuantizeOptions::nodes_to_quantize));
+  t.push_back(ListFile("op_types_to_exclude", &QuantizeOptions::op_types_to_exclude));
+  t.push_back(ListFile("op_types_to_quantize", &QuantizeOptions::op_types_to_quantize));
+  t.push_back(Flag("disable_mha_qdq", &QuantizeOptions::disable_mha_qdq,
+                   "No Q/DQ on the MatMuls of attention (Q.K^T and attention.V)")
+                  .ModelOptDifference("ptqkit's placement rules already keep the attention core in float in every "
+                                      "mode; ModelOpt quantizes it unless this flag is given")
+                  .Details("The attention core (MatMul → [Div/Mul] → [Add] → Softmax → MatMul) stays in float. "
+                           "ptqkit's placement does this already (see the placement rules), so the flag confirms "
+                           "it; with --op_types_to_quantize or --nodes_to_quantize, which bypass the rules, it "
+                           "still keeps those MatMuls in float."));
+  t.push_back(List("passes", &QuantizeOptions::passes, "Graph passes around quantization: concat_elimination")
+                  .Choices({"concat_elimination"})
+                  .Details("`concat_elimination` (ModelOpt's only pass and its default): Concat inputs share one "
+                           "scale so TensorRT can drop the Concat. ptqkit's placement always does this."));
+  t.push_back(Flag("dq_only", &QuantizeOptions::dq_only, "Store weights as INT8 initializers with DequantizeLinear only")
+                  .Details(R"(store weights as INT8/FP8 initializers + DequantizeLinear (default: FP32 weights + Q→DQ))"));
+  t.push_back(Text("target_runtime", &QuantizeOptions::target_runtime,
+                   "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's CPU "
+                   "optimizations compute correctly)")
+                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` (TensorRT's Q/DQ form) or `ort_cpu` (no Relu/Clip → FP8 QuantizeLinear pair, which ONNX Runtime's default optimizations miscompute); see "Outputs for ONNX Runtime on CPU")"));
+  t.push_back(Flag("reduce_range", &QuantizeOptions::reduce_range,
+                   "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)")
+                  .Details(R"(int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI)"));
+
+  // ---- int4
+  t.push_back(Text("block_size", nullptr, "int4: weights per scale along K (-1: one block per output channel)")
+                  .Metavar("N").KindIs(Kind::kInt).Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.block_size = v == "-1" ? -1 : ParseCount("--block_size", v, 0, 9);  // 0: the int4 check says why
+                  }).Show([](const QuantizeSettings& s) { return fmt::format("{}", s.options.block_size); })
+                  .Details(R"(int4: weights per scale along K (the last block may be shorter; scale shape `[ceil(K/N), N_out]` for MatMul, `[N_out, ceil(K/N)]` for Gemm `transB=1`); `-1` = one block spanning K (per output channel))"));
+  t.push_back(Text("use_zero_point", nullptr, "int4: asymmetric UINT4 weights with zero points")
+                  .Flagged().Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.use_zero_point = ParseBoolWord("--use_zero_point", v);
+                  }).Show([](const QuantizeSettings& s) { return std::string(s.options.use_zero_point ? "true" : "false"); })
+                  .DefaultDoc("off")
+                  .ModelOptDifference("ModelOpt reads `--use_zero_point False` as true (Python's bool of a non-empty "
+                                      "string); ptqkit reads it as false")
+                  .Details(R"(int4: asymmetric UINT4 weights with UINT4 zero points (block range widened to include 0) instead of symmetric INT4 in [-8, 7]) `--use_zero_point True`/`False` (ModelOpt's spelling) are taken too.)"));
+  t.push_back(Real("awqclip_alpha_step", &QuantizeOptions::awqclip_alpha_step,
+                   "int4 awq_clip: step of the clipping-ratio search")
+                  .Metavar("S").Details("int4 `awq_clip`: the clipping ratios tried are 1 − S·k down to --awqclip_alpha_min"));
+  t.push_back(Real("awqclip_alpha_min", &QuantizeOptions::awqclip_alpha_min, "int4 awq_clip: smallest clipping ratio tried")
+                  .Metavar("A"));
+
+  // ---- precision of everything else
+  t.push_back(Text("high_precision_dtype", &QuantizeOptions::high_precision_dtype,
+                   "fp32 | fp16 | bf16: type of everything not quantized (graph I/O keep their type via Casts)")
+                  .Choices({"fp32", "fp16", "bf16"})
+                  .ModelOptDifference("ModelOpt's default is fp16; ptqkit's is fp32, so the quantized model is "
+                                      "compared with the same FP32 model the user gave")
+                  .Details(R"(`fp16` or `bf16`: after Q/DQ insertion, everything not quantized (weights, biases, Q/DQ scales, Constants, activations) is converted; opset raised to 19. Graph inputs/outputs keep float32 through Casts. Stays float32: Resize `scales`, ops without a definition in that type (bf16: Conv, pooling, …; list in `src/quant/fp16_conversion.cc`), other domains, and a Q/DQ whose scale would be subnormal in that type (warning). ONNX Runtime's CPU provider runs the fp16 models; it has no bf16 kernels.)"));
+  t.push_back(List("op_types_to_exclude_fp16", &QuantizeOptions::op_types_to_exclude_fp16,
+                   "With fp16/bf16: keep these op types in float32 (Casts around them)")
+                  .Metavar("T").Details(R"(with fp16/bf16: keep these op types in float32, with Casts around them)"));
+  t.push_back(Flag("direct_io_types", &QuantizeOptions::direct_io_types,
+                   "With fp16/bf16: change the graph inputs/outputs to that type instead of adding Casts")
+                  .Details(R"(with fp16/bf16: change the graph inputs/outputs to that type instead of adding boundary Casts) With fp32 (nothing converted) the flag is an error, not ignored.)"));
+  t.push_back(Text("mha_accumulation_dtype", nullptr, "ModelOpt: accumulation type of attention in fp8 (fp16 | fp32)")
+                  .Choices({"fp16", "fp32"}).Show([](const QuantizeSettings&) { return std::string("fp16"); })
+                  .Apply([](QuantizeSettings&, const std::string& v) {
+                    if (v == "fp32") {
+                      throw Error("--mha_accumulation_dtype fp32: ptqkit keeps the attention core (Q.K^T, Softmax, "
+                                  "attention.V) in float already, so there is no FP8 attention to accumulate in fp32; "
+                                  "leave the flag out (or use fp16, ModelOpt's default)");
+                    }
+                  })
+                  .Details("`fp16` (ModelOpt's default) is taken and changes nothing. `fp32` is refused: it asks for "
+                           "FP8 attention MatMuls accumulated in fp32, and ptqkit never quantizes the attention core."));
+
+  // ---- loss report, budget, reports
+  t.push_back(Text("eval_samples", nullptr,
+                   "Loss report: hold out the last N calibration samples (at most a quarter) and compare the quantized "
+                   "model with FP32 on them (0 = no report)")
+                  .Metavar("N").Int(0, 9, &QuantizeOptions::eval_samples).Commands(kBoth).Details(R"(the loss report: the last N calibration samples (at most a quarter of them; none held out below 4 samples, then the report is in-sample) are held out of calibration, split by sample so the batch size changes nothing; 0 = no report. See "What quantization cost")"));
+  t.push_back(Real("accuracy_budget", &QuantizeOptions::accuracy_budget,
+                   "Keep in float the fewest nodes (ranked by a node sensitivity scan) such that the divergence from "
+                   "FP32 on the held-out samples is at most this (see --accuracy_budget_metric)")
+                  .Metavar("X").PythonNone().DefaultDoc("off").Details(R"(keep in float the fewest nodes, in the order of a node sensitivity scan, such that the divergence from FP32 on the held-out samples is ≤ X; see "Accuracy budget")"));
+  t.push_back(Text("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric,
+                   "cos | kl_div | mse (summed over outputs of the per-sample mean) | top1 (largest top-1 "
+                   "disagreement, 0..1)")
+                  .Choices({"cos", "kl_div", "mse", "top1"}).Details(R"(`cos`, `kl_div`, `mse` (per-sample mean, summed over outputs, as the scan scores) or `top1` (largest top-1 disagreement over outputs, 0..1))"));
+  t.push_back(Text("report_json", &QuantizeOptions::report_json, "Write the run's report (loss included) as JSON here")
+                  .Metavar("F").Path().Details(R"(write the run's report (counts, left in float, loss, accuracy budget) as JSON)"));
+  t.push_back(Text("report_html", &QuantizeOptions::report_html,
+                   "Write the run's report as one HTML page (loss table, culprits, accuracy-budget curve)")
+                  .Metavar("F").Path().Details(R"(the same as one self-contained HTML page, with the accuracy-budget curve as a chart)"));
+
+  // ---- calibration caches
+  t.push_back(Text("save_calibration_cache", &QuantizeOptions::save_calibration_cache,
+                   "Write the calibration table (JSON) here")
+                  .Metavar("F").Path().Details(R"(write the calibration table (JSON: tensor → amax and exact histogram))"));
+  t.push_back(Text("calibration_cache", &QuantizeOptions::calibration_cache,
+                   "Read the calibration table (JSON) instead of calibrating")
+                  .Metavar("F").Path().Details(R"(read that table instead of calibrating)"));
+  t.push_back(Text("calibration_cache_path", &QuantizeOptions::calibration_cache_path,
+                   "Read activation scales from a TensorRT calibration cache (text)")
+                  .Metavar("F").Path()
+                  .Details("TensorRT's text calibration cache (first line `TRT-<version>-<calibrator>`, then "
+                           "`tensor: <big-endian float32 scale in hex>`), as ModelOpt reads it: a planned activation "
+                           "named in the cache gets amax = scale·127 (int8) or scale·448 (fp8). When the cache names "
+                           "every planned activation nothing is calibrated; otherwise the rest is calibrated as usual "
+                           "and a warning counts them."));
+  t.push_back(Text("save_calibration_cache_path", &QuantizeOptions::save_calibration_cache_path,
+                   "Write the activation scales as a TensorRT calibration cache (text)")
+                  .Metavar("F").Path()
+                  .Details("The run's final activation scales (amax/127, int8 only) in TensorRT's text calibration "
+                           "cache form, readable by --calibration_cache_path and by TensorRT's implicit-quantization "
+                           "calibrators."));
+
+  // ---- logging (front-end settings)
+  t.push_back(Text("log_level", nullptr, "DEBUG | INFO | WARNING | ERROR (any case)")
+                  .Commands(kBoth)
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    log::ParseLevel(v);  // names a bad level now, before anything runs
+                    s.log_level = v;
+                  })
+                  .Show([](const QuantizeSettings& s) { return s.log_level; }));
+  t.push_back(Text("log_file", nullptr, "Also write log messages to this file")
+                  .Metavar("F").Path().Commands(kBoth)
+                  .Apply([](QuantizeSettings& s, const std::string& v) { s.log_file = v; })
+                  .Show([](const QuantizeSettings& s) { return s.log_file; }));
+  t.push_back(Flag("keep_intermediate_files", nullptr, "ModelOpt: keep intermediate files (ptqkit writes none)")
+                  .Apply([](QuantizeSettings&, const std::string& v) {
+                    if (!ParseBoolWord("--keep_intermediate_files", v)) return;
+                    log::Info("--keep_intermediate_files: ptqkit writes no intermediate files; only the output model "
+                              "(and the reports you ask for) are written");
+                  })
+                  .Details("Taken; ptqkit writes no intermediate files (everything happens in memory), so there is "
+                           "nothing more to keep. A log line says so."));
+
+  // ---- ModelOpt flags ptqkit does not take
+  t.push_back(Refused("model_id", Kind::kText,
+                      "ptqkit reads no Hugging Face configs (it makes no network requests); give the shapes with "
+                      "--calibration_shapes or --input_shapes_profile"));
+  t.push_back(Refused("trust_remote_code", Kind::kFlag,
+                      "ptqkit runs no model code from Hugging Face (see --model_id)"));
+  t.push_back(Refused("target_dla", Kind::kFlag,
+                      "ptqkit does not target DLA: DLA wants Q/DQ on every tensor, which costs accuracy on GPU "
+                      "engines; use --op_types_to_quantize with the op types your DLA build runs"));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& QuantizeOptionTable() {
+  static const std::vector<OptionSpec> table = BuildTable();
+  return table;
+}
+
+}  // namespace ptqkit::options
