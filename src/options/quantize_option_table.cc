@@ -105,13 +105,11 @@ std::vector<OptionSpec> BuildTable() {
                   .Details(R"(execution providers in order; one that this ONNX Runtime build lacks is reported and skipped)"));
   t.push_back(List("trt_plugins", &QuantizeOptions::trt_plugins, "TensorRT plugin libraries (.so) for the trt provider")
                   .Metavar("a.so").Path().Commands(kBoth).Details(R"(passed to the TensorRT provider)"));
-  t.push_back(List("trt_plugins_precision", &QuantizeOptions::trt_plugins_precision,
-                   "Precision of custom ops: op:fp16, or op:[in precisions]:[out precisions]")
-                  .Metavar("op:fp16")
-                  .Details("Per custom op type (as ModelOpt): `Op:fp16`/`Op:fp32` for all its inputs and outputs, or "
-                           "`Op:[int8,fp32]:[int8]` per input and output. An int8/fp8 input gets Q/DQ with its "
-                           "calibrated scale (it must match --quantize_mode), an fp16 input a Cast to float16 and "
-                           "its output a Cast back; fp32 leaves it as it is."));
+  t.push_back(Refused("trt_plugins_precision", Kind::kList,
+                      "ptqkit cannot run TensorRT plugins (its ONNX Runtime has no TensorRT provider), so it can "
+                      "neither calibrate a plugin's int8/fp8 inputs nor check its fp16 form; keep plugins out of the "
+                      "plan (--op_types_to_exclude) and set their precision in TensorRT")
+                  .Metavar("op:fp16"));
   t.push_back(Text("trt_rtx_backend", nullptr, "ModelOpt: TensorRT-RTX backend for the NvTensorRtRtx provider")
                   .Choices({"legacy", "abi"}).Show([](const QuantizeSettings&) { return std::string("legacy"); })
                   .Apply([](QuantizeSettings&, const std::string& v) {
@@ -133,12 +131,11 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("intra_op_num_threads", nullptr, "ONNX Runtime threads (0 = its default)")
                   .Metavar("N").Int32(0, 6, &QuantizeOptions::intra_op_num_threads).Commands(kBoth).PythonNone()
                   .DefaultDoc("ONNX Runtime's default").Details(R"(results do not depend on it)"));
-  t.push_back(Flag("calibrate_per_node", &QuantizeOptions::calibrate_per_node,
-                   "Bounded memory for huge models: calibrate node by node")
-                  .Commands(kBoth)
-                  .Details("Calibration runs the graph one node at a time (each node's inputs from the previous "
-                           "steps, freed as soon as their last reader ran), so peak memory is the largest few "
-                           "activations instead of ONNX Runtime's whole-graph arena. Slower; same ranges."));
+  t.push_back(Refused("calibrate_per_node", Kind::kFlag,
+                      "ptqkit's calibration already keeps memory bounded: ONNX Runtime runs one batch at a time and "
+                      "only the planned activations are read out and reduced to statistics before the next batch; "
+                      "lower --calibration_batch_size (down to 1) to lower the peak further")
+                  .Commands(kBoth));
 
   // ---- what gets quantized
   t.push_back(List("op_types_to_quantize", &QuantizeOptions::op_types_to_quantize,

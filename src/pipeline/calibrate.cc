@@ -9,6 +9,7 @@
 #include "onnx/onnx_library.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/loss_measurement.h"
+#include "pipeline/model_options.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/probe_eval.h"
 #include "pipeline/run_digests.h"
@@ -23,11 +24,6 @@ std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
   return out;
-}
-
-PlacementOptions PlanOptions(const QuantizeOptions& o) {
-  return {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
-          o.quantize_mode == "fp8"};
 }
 
 }  // namespace
@@ -50,8 +46,9 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   // The opset quantize runs at (FP8 Q/DQ from 19), so the same tensors are observed.
   if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);
+  ApplyModelOptions(o, o.quantize_mode == "fp8" ? 19 : 13, &prepared);
   const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)
-                                                    : ModelPlacement(&prepared.proto, PlanOptions(o)).ActivationTensors();
+                                                    : ModelPlacement(&prepared.proto, PlacementFor(o)).ActivationTensors();
   const std::string purpose =
       for_scan ? fmt::format("sensitivity scan: granularity={} op_types_scope=[{}]", for_scan->granularity,
                              Join(for_scan->op_types_scope))

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/log.h"
@@ -39,10 +40,12 @@ IoGuard QuantizeFiles(const QuantizeOptions& o, const std::string& output) {
   guard.Input(o.onnx_path, "--onnx_path");
   guard.InputFolderFiles(o.calibration_data_path, "--calibration_data_path");
   guard.Input(o.calibration_cache, "--calibration_cache");
+  guard.Input(o.calibration_cache_path, "--calibration_cache_path");
   guard.Output(output, "--output_path");
   // Written with --use_external_data_format, and automatically for models over 2 GiB.
   guard.Output(output + ".data", "the output's external data");
   guard.Output(o.save_calibration_cache, "--save_calibration_cache");
+  guard.Output(o.save_calibration_cache_path, "--save_calibration_cache_path");
   guard.Output(o.report_json, "--report_json");
   guard.Output(o.report_html, "--report_html");
   return guard;
@@ -54,7 +57,20 @@ DataRequest CalibrationRequest(const QuantizeOptions& o) {
 }
 
 RuntimeOptions Runtime(const QuantizeOptions& o) {
-  return {o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+  RuntimeOptions r{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+  // Plugins run only in TensorRT: as in ModelOpt, giving them puts the trt provider first.
+  if (!o.trt_plugins.empty() && std::find(r.execution_providers.begin(), r.execution_providers.end(), "trt") ==
+                                    r.execution_providers.end()) {
+    r.execution_providers.insert(r.execution_providers.begin(), "trt");
+  }
+  return r;
+}
+
+PlacementOptions PlacementFor(const QuantizeOptions& o) {
+  PlacementOptions p{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
+                     o.quantize_mode == "fp8"};
+  p.disable_mha_qdq = o.disable_mha_qdq;
+  return p;
 }
 
 CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request) {

@@ -11,6 +11,8 @@
 #include "base/log.h"
 #include "calib/method.h"
 #include "calib/scale_search.h"
+#include "calib/trt_calibration_cache.h"
+#include "base/atomic_file.h"
 #include "base/temporary_folder.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
@@ -21,6 +23,7 @@
 #include "pipeline/activation_capture.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
+#include "pipeline/model_options.h"
 #include "pipeline/prepared_model.h"
 #include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
@@ -39,6 +42,46 @@ using Clock = std::chrono::steady_clock;
 std::string DefaultOutputPath(const std::string& input) {
   const fs::path in(input);
   return (in.parent_path() / (in.stem().string() + ".quant.onnx")).string();
+}
+
+// The ModelOpt options whose values only make sense together with others.
+void CheckModelOptOptions(const QuantizeOptions& o) {
+  if (o.direct_io_types && o.high_precision_dtype == "fp32") {
+    throw Error("--direct_io_types changes the graph inputs/outputs to the --high_precision_dtype type; with fp32 "
+                "(ptqkit's default; ModelOpt's is fp16) there is nothing to change: add --high_precision_dtype fp16 "
+                "or bf16, or leave the flag out");
+  }
+  if (!o.input_shapes_profile.empty()) {
+    if (o.input_shapes_profile.size() != o.calibration_eps.size()) {
+      throw Error(fmt::format("--input_shapes_profile has {} entr{} but --calibration_eps has {} provider(s): give one "
+                              "object per provider, in the same order",
+                              o.input_shapes_profile.size(), o.input_shapes_profile.size() == 1 ? "y" : "ies",
+                              o.calibration_eps.size()));
+    }
+    for (size_t k = 0; k < o.calibration_eps.size(); ++k) {
+      if (o.calibration_eps[k] == "cpu" && !o.input_shapes_profile[k].empty()) {
+        throw Error(fmt::format("--input_shapes_profile entry {} is for the cpu provider, which takes no shape "
+                                "profile: make it {{}}",
+                                k));
+      }
+    }
+  }
+  if (!o.calibration_cache_path.empty() && !o.calibration_cache.empty()) {
+    throw Error("give --calibration_cache (ptqkit's table) or --calibration_cache_path (TensorRT's cache), not both");
+  }
+  if (!o.calibration_cache_path.empty() && o.accuracy_budget >= 0) {
+    throw Error("--accuracy_budget calibrates its candidates from data; it cannot take scales from "
+                "--calibration_cache_path");
+  }
+  if (!o.save_calibration_cache_path.empty() && o.quantize_mode != "int8") {
+    throw Error(fmt::format("--save_calibration_cache_path writes TensorRT's INT8 calibration cache; --quantize_mode {} "
+                            "has no such cache (use --save_calibration_cache for ptqkit's table)",
+                            o.quantize_mode));
+  }
+  const bool has_trt = std::find(o.calibration_eps.begin(), o.calibration_eps.end(), "trt") != o.calibration_eps.end();
+  if (!o.trt_plugins.empty() && !has_trt) {
+    log::Info("--trt_plugins: adding the trt provider in front of --calibration_eps (as ModelOpt does)");
+  }
 }
 
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
@@ -72,6 +115,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
   }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
+  CheckModelOptOptions(o);
   std::error_code ec;
   const fs::path dir = fs::path(output).parent_path().empty() ? fs::path(".") : fs::path(output).parent_path();
   if (!fs::is_directory(dir, ec)) {
@@ -126,7 +170,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   };
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     onnx::ModelProto candidate = model;
-    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+    PlacementOptions po = PlacementFor(o);
     po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
     std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
     po.matched_selectors = &matched;
@@ -203,17 +247,31 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.original_opset = prepared.original_opset;
   const bool fp8 = o.quantize_mode == "fp8";
   if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
+  ApplyModelOptions(o, fp8 ? 19 : 13, &prepared);
   report.output_opset = onnxio::DefaultOpset(model);
   auto plan = std::make_unique<ModelPlacement>(
-      &model, PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
+      &model, PlacementFor(o));
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
   std::optional<CalibrationData> data;
   EvalSplit split;
   std::vector<std::pair<std::string, std::string>> drops;  // (tensor, why): left in float by every plan
+  // TensorRT's calibration cache (--calibration_cache_path): its scales replace calibrated ones;
+  // when it names every planned activation, nothing is calibrated.
+  const std::map<std::string, float> trt_scales =
+      o.calibration_cache_path.empty() ? std::map<std::string, float>{} : calib::ReadTrtCalibrationCache(o.calibration_cache_path);
+  int64_t uncached = 0;
+  for (const auto& t : plan->ActivationTensors()) uncached += trt_scales.count(t) == 0;
+  if (!trt_scales.empty() && uncached > 0) {
+    log::Warn("--calibration_cache_path: {} of {} planned activation(s) have no scale in '{}'; they are calibrated "
+              "from the data",
+              uncached, plan->ActivationTensors().size(), o.calibration_cache_path);
+  }
   if (!o.calibration_cache.empty()) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
+    report.calibration_from_cache = true;
+  } else if (!trt_scales.empty() && uncached == 0) {
     report.calibration_from_cache = true;
   } else {
     data = OpenCalibrationData(prepared, CalibrationRequest(o));
@@ -278,14 +336,20 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                              plan->QuantizedNodes(), &report);
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
-      PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+      PlacementOptions po = PlacementFor(o);
       po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
       plan = std::make_unique<ModelPlacement>(&model, po);
       for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
     }
   }
 
-  const std::map<std::string, float> amax = plan->Ranges(TensorRanges(*plan, table, method, o.percentile, grid));
+  std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, grid);
+  const float grid_max = fp8 ? 448.0f : 127.0f;  // amax = scale * the largest grid value
+  for (const auto& tensor : plan->ActivationTensors()) {
+    auto it = trt_scales.find(tensor);
+    if (it != trt_scales.end()) ranges[tensor] = it->second * grid_max;
+  }
+  const std::map<std::string, float> amax = plan->Ranges(ranges);
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();
   for (auto& [node, why] : report.left_in_float) {
@@ -323,6 +387,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   CheckAndSave(&model, o, report);
   // After the model: a save that fails leaves no calibration cache behind.
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
+  if (!o.save_calibration_cache_path.empty()) {
+    std::map<std::string, float> scales;
+    for (const auto& [tensor, a] : amax) scales[tensor] = a / 127.0f;
+    WriteFileAtomically(o.save_calibration_cache_path, calib::TrtCalibrationCacheText(scales));
+  }
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

@@ -14,6 +14,7 @@
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/model_output.h"
+#include "pipeline/model_options.h"
 #include "pipeline/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
@@ -163,6 +164,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   report.original_opset = prepared.original_opset;
   onnxio::UpgradeOpset(&model, 21);  // blocked DequantizeLinear and INT4/UINT4 exist from opset 21
   if (model.ir_version() < kInt4IrVersion) model.set_ir_version(kInt4IrVersion);
+  ApplyModelOptions(o, 21, &prepared);
   report.output_opset = onnxio::DefaultOpset(model);
 
   const GraphIndex index(model.graph());

@@ -44,6 +44,7 @@ class Planner {
   Planner(const GraphIndex& graph, const PlacementOptions& options)
       : g_(graph),
         fp8_(options.fp8),
+        disable_mha_qdq_(options.disable_mha_qdq),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
                  "--op_types_to_quantize", options.matched_selectors),
         exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
@@ -53,7 +54,12 @@ class Planner {
     if (!include_.empty()) {
       // Explicit selection bypasses the placement rules: every selected node gets its inputs quantized.
       for (int i = 0; i < g_.num_nodes(); ++i) {
-        if (include_.Selects(i) && !Excluded(i)) QuantizeNodeInputs(i, DataInputs(g_.node(i)));
+        if (!include_.Selects(i) || Excluded(i)) continue;
+        if (disable_mha_qdq_ && IsAttentionMatMul(g_, i)) {
+          plan_.float_reasons[i] = "attention core MatMul (--disable_mha_qdq)";
+          continue;
+        }
+        QuantizeNodeInputs(i, DataInputs(g_.node(i)));
       }
     } else {
       ApplyRules();
@@ -250,6 +256,7 @@ class Planner {
 
   const GraphIndex& g_;
   bool fp8_;
+  bool disable_mha_qdq_;
   NodeSelector include_;
   NodeSelector exclude_;
   Placement plan_;

@@ -31,6 +31,9 @@ struct PlacementOptions {
   // When set, selectors that match a node are recorded here ("<option> <selector>") instead of
   // unmatched ones being warned about (see NodeSelector).
   std::set<std::string>* matched_selectors = nullptr;
+  // Keep the attention core's MatMuls in float even when selectors bypass the rules (which keep
+  // them in float anyway): ModelOpt's --disable_mha_qdq.
+  bool disable_mha_qdq = false;
 };
 
 // One tensor that gets a Q/DQ pair, shared by every use listed.

@@ -1,0 +1,19 @@
+// The options that edit the model itself before placement, applied the same way by quantize,
+// the INT4 pipeline and calibrate (so a table calibrated alone matches the quantize run):
+//  --override_shapes  graph inputs made static (rank must match), then the rest follows at run time;
+//  --simplify         constant subgraphs folded by ONNX Runtime, dead nodes removed (pipeline/simplify.h);
+//  --opset            the output's default-domain opset, at least the mode's minimum and the model's.
+#pragma once
+
+#include <cstdint>
+
+#include "pipeline/prepared_model.h"
+#include "ptqkit/quantize.h"
+
+namespace ptqkit {
+
+// `mode_min_opset`: the opset the quantization mode needs (the model is already at least there).
+// Throws ptqkit::Error naming an unknown input or a rank that does not match.
+void ApplyModelOptions(const QuantizeOptions& options, int64_t mode_min_opset, PreparedModel* model);
+
+}  // namespace ptqkit
