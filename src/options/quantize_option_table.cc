@@ -5,6 +5,8 @@
 // --format markdown`, checked by tests/python/test_options.py).
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 
 #include "base/log.h"
@@ -16,6 +18,13 @@ namespace ptqkit::options {
 namespace {
 
 constexpr unsigned kBoth = kQuantize | kCalibrate;
+
+// "in:1x3x224x224,mask:1x128": the text --calibration_shapes / --override_shapes read.
+std::string ShapeListText(const std::map<std::string, std::vector<int64_t>>& shapes) {
+  std::vector<std::string> entries;
+  for (const auto& [name, dims] : shapes) entries.push_back(fmt::format("{}:{}", name, fmt::join(dims, "x")));
+  return fmt::format("{}", fmt::join(entries, ","));
+}
 
 std::vector<OptionSpec> BuildTable() {
   std::vector<OptionSpec> t;
@@ -36,7 +45,7 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("override_shapes", nullptr, "Make input shapes static in the output model, e.g. input:1x3x224x224")
                   .Metavar("in:1x3x224x224,...").Apply([](QuantizeSettings& s, const std::string& v) {
                     s.options.override_shapes = ParseShapeList(v);
-                  }).Show([](const QuantizeSettings&) { return std::string(); })
+                  }).Show([](const QuantizeSettings& s) { return ShapeListText(s.options.override_shapes); })
                   .Details("Every dimension of the named graph inputs becomes the given fixed size in the output model "
                            "(and for calibration, unless --calibration_shapes says otherwise); shape inference then "
                            "fixes the shapes it can derive. The number of dimensions must match the input's."));
@@ -71,7 +80,7 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("calibration_shapes", nullptr, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128")
                   .Metavar("in:8x3x224x224,...").Commands(kBoth)
                   .Apply([](QuantizeSettings& s, const std::string& v) { s.options.calibration_shapes = ParseShapeList(v); })
-                  .Show([](const QuantizeSettings&) { return std::string(); }).Details(R"(calibration batch shape per input (axis 0 = batch size))"));
+                  .Show([](const QuantizeSettings& s) { return ShapeListText(s.options.calibration_shapes); }).Details(R"(calibration batch shape per input (axis 0 = batch size))"));
   t.push_back(Text("calibration_batch_size", nullptr, "Batch size for models with a dynamic batch dimension (default 1)")
                   .Metavar("N").Int(1, 12, &QuantizeOptions::calibration_batch_size).Commands(kBoth).PythonNone()
                   .DefaultDoc("model's fixed batch, else 1").Details(R"(batch size for models with a dynamic batch dimension)"));
@@ -94,6 +103,8 @@ std::vector<OptionSpec> BuildTable() {
                     log::Warn("--trust_calibration_data: ptqkit never unpickles data; .npy/.npz files holding "
                               "Python objects are refused whatever this flag says");
                   }).Show([](const QuantizeSettings&) { return std::string("false"); }).DefaultDoc("off")
+                  .ModelOptDifference("taken, and changes nothing: ptqkit reads numeric arrays only and never "
+                                      "unpickles (a warning says so)")
                   .Details("Taken for ModelOpt compatibility: ptqkit reads numeric arrays only and never unpickles, "
                            "so there is nothing to trust; a warning says so."));
 
@@ -124,7 +135,11 @@ std::vector<OptionSpec> BuildTable() {
                    "ModelOpt: provider shape profiles, a JSON list (inline or a file) with one object per provider")
                   .Metavar("JSON").Apply([](QuantizeSettings& s, const std::string& v) {
                     s.options.input_shapes_profile = ParseShapesProfile(v);
-                  }).Show([](const QuantizeSettings&) { return std::string(); })
+                  }).Show([](const QuantizeSettings& s) {
+                    std::vector<std::string> entries;
+                    for (const auto& e : s.options.input_shapes_profile) entries.push_back(nlohmann::json(e).dump());
+                    return fmt::format("{}", fmt::join(entries, " "));
+                  })
                   .Details("One JSON object of string options per --calibration_eps entry, in order (ModelOpt's "
                            "form, e.g. `nv_profile_min_shapes`); each is passed to that provider as its options. The "
                            "CPU provider takes none, so an object for `cpu` must be empty."));
@@ -280,6 +295,7 @@ std::vector<OptionSpec> BuildTable() {
                     log::Info("--keep_intermediate_files: ptqkit writes no intermediate files; only the output model "
                               "(and the reports you ask for) are written");
                   })
+                  .ModelOptDifference("taken, and changes nothing: ptqkit writes no intermediate files")
                   .Details("Taken; ptqkit writes no intermediate files (everything happens in memory), so there is "
                            "nothing more to keep. A log line says so."));
 
@@ -292,6 +308,18 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Refused("target_dla", Kind::kFlag,
                       "ptqkit does not target DLA: DLA wants Q/DQ on every tensor, which costs accuracy on GPU "
                       "engines; use --op_types_to_quantize with the op types your DLA build runs"));
+  // Autotune (ModelOpt's --autotune and --autotune_*): not built yet.
+  for (const char* name : {"autotune_output_dir", "autotune_schemes_per_region", "autotune_pattern_cache",
+                           "autotune_qdq_baseline", "autotune_state_file", "autotune_node_filter_list",
+                           "autotune_timing_cache", "autotune_warmup_runs",
+                           "autotune_timing_runs", "autotune_trtexec_args"}) {
+    t.push_back(Refused(name, Kind::kText, "ptqkit has no autotune yet; quantize with the default placement"));
+  }
+  t.push_back(Refused("autotune", Kind::kText, "ptqkit has no autotune yet; quantize with the default placement"));
+  t.back().implicit_value = "default";
+  for (const char* name : {"autotune_verbose", "autotune_use_trtexec"}) {
+    t.push_back(Refused(name, Kind::kFlag, "ptqkit has no autotune yet; quantize with the default placement"));
+  }
   return t;
 }
 
