@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "arrays.h"
-#include "base/atomic_file.h"
 #include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/progress_bar.h"
@@ -32,7 +31,7 @@
 #include "ptqkit/picker.h"
 #include "ptqkit/quantize.h"
 #include "ptqkit/sensitivity.h"
-#include "sensitivity/report_html.h"
+#include "sensitivity/scan_outputs.h"
 #include "sensitivity/scores_file.h"
 
 namespace py = pybind11;
@@ -214,22 +213,7 @@ std::string RunScore(SensitivityOptions options, const std::optional<py::dict>& 
   if (result.calibration_source == "synthetic") {  // the CLI's warning, word for word
     log::Warn("scores come from synthetic inputs: they are directional only; do not pair them with absolute thresholds");
   }
-  const std::string json = sensitivity::SerializeResult(result);
-  AtomicFileWriter json_writer, html_writer;
-  if (!output_json.empty()) json_writer.Stage(output_json, json);
-  if (!report_path.empty()) {
-    const std::map<std::string, std::string> settings = {
-        {"onnx_path", options.onnx_path},
-        {"calibration_data_path", data_label},
-        {"granularity", options.granularity},
-        {"metric", options.metric},
-        {"target_precision", options.target_precision},
-        {"calibration_method", options.calibration_method}};
-    html_writer.Stage(report_path, sensitivity::RenderHtmlReport(result, nullptr, settings));
-  }
-  json_writer.Commit();
-  html_writer.Commit();
-  return json;
+  return sensitivity::WriteScanOutputs(result, {output_json, report_path, data_label, options.calibration_method});
 }
 
 py::list RankingToList(const PickResult& pick) {

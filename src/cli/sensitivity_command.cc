@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "base/atomic_file.h"
 #include "base/io_guard.h"
 #include "base/log.h"
 #include "cli/commands.h"
@@ -14,7 +13,7 @@
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "sensitivity/ranking_text.h"
-#include "sensitivity/report_html.h"
+#include "sensitivity/scan_outputs.h"
 #include "sensitivity/scores_file.h"
 #include "shard/sensitivity_part.h"
 
@@ -144,21 +143,10 @@ Command RegisterSensitivity(CLI::App& app) {
       o->progress = nullptr;
     }
     const std::string json_path = output_json->empty() ? DefaultJsonPath(result.onnx_path) : *output_json;
-    // Write both files only once both are rendered, so an error leaves neither behind.
-    AtomicFileWriter json_writer, html_writer;
-    json_writer.Stage(json_path, sensitivity::SerializeResult(result));
-    if (!report->empty()) {
-      const std::map<std::string, std::string> settings = {
-          {"onnx_path", result.onnx_path},
-          {"calibration_data_path", !merge->empty() ? "(merged parts)" : data_path->empty() ? "(synthetic)" : *data_path},
-          {"granularity", result.granularity},
-          {"metric", result.metric},
-          {"target_precision", result.target_precision},
-          {"calibration_method", !merge->empty() ? "(merged parts)" : o->calibration_method}};
-      html_writer.Stage(*report, sensitivity::RenderHtmlReport(result, nullptr, settings));
-    }
-    json_writer.Commit();
-    html_writer.Commit();
+    sensitivity::WriteScanOutputs(
+        result, {json_path, *report,
+                 !merge->empty() ? "(merged parts)" : data_path->empty() ? "(synthetic)" : *data_path,
+                 !merge->empty() ? "(merged parts)" : o->calibration_method});
     if (result.calibration_source == "synthetic") {
       log::Warn("scores come from synthetic inputs: they are directional only; do not pair them with absolute thresholds");
     }
