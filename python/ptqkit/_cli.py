@@ -6,7 +6,7 @@ import sys
 
 from ptqkit import _ptqkit
 
-SUBCOMMANDS = ("quantize", "calibrate", "sensitivity", "exclude", "inspect")
+SUBCOMMANDS = ("quantize", "calibrate", "sensitivity", "exclude", "inspect", "options")
 
 
 def main(subcommand: str, prog: str, argv=None) -> int:
