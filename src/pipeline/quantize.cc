@@ -27,6 +27,7 @@
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "sensitivity/rank_order.h"
+#include "quant/formats.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -43,10 +44,8 @@ std::string DefaultOutputPath(const std::string& input) {
 
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
-  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8" && o.quantize_mode != "int4") {
-    throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
-  }
-  if (o.quantize_mode != "int4" && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (!format.placement.weight_only && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
     throw Error(fmt::format("--calibration_method {} applies to --quantize_mode int4 only (int8/fp8 take max, entropy, "
                             "percentile or mse)",
                             o.calibration_method));
@@ -63,12 +62,14 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
                             o.intra_op_num_threads));
   }
   if (o.accuracy_budget >= 0) accuracy::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
-  if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
+  if (o.accuracy_budget >= 0 && format.placement.weight_only) {
+    throw Error(fmt::format("--accuracy_budget applies to {}", FormatNames(true)));
+  }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
   }
-  if (o.reduce_range && o.quantize_mode != "int8") {
+  if (o.reduce_range && format.reduced_range_qmax == 0) {
     throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
   }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
@@ -81,7 +82,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
 
 // Per-tensor ranges from the calibration statistics of the plan's activation tensors.
 std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const calib::CalibrationTable& table,
-                                          calib::Method method, double percentile, calib::Grid grid) {
+                                          calib::Method method, double percentile, const calib::Grid& grid) {
   std::map<std::string, float> amax;
   for (const auto& name : plan.ActivationTensors()) {
     auto it = table.tensors.find(name);
@@ -91,12 +92,11 @@ std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const cali
 }
 
 // How the options shape the Q/DQ nodes (the run's own rewrite and every budget candidate's).
-RewriteOptions RewriteOptionsFor(const QuantizeOptions& o) {
-  const bool fp8 = o.quantize_mode == "fp8";
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format) {
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
-  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  rewrite.activation_after_dq = fp8 && o.target_runtime == "ort_cpu";
+  rewrite.format = &format;
+  rewrite.activation_after_dq = format.ort_cpu_fusions_unsafe && o.target_runtime == "ort_cpu";
   rewrite.reduce_range = o.reduce_range;
   return rewrite;
 }
@@ -112,10 +112,9 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report) {
   const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
-  const bool fp8 = o.quantize_mode == "fp8";
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   const calib::Method method = calib::ParseMethod(report->calibration_method);
-  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const RewriteOptions rewrite = RewriteOptionsFor(o);
+  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
   // With the caller's scorer: the drop of its score from the FP32 model's.
   const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
   const auto score_drop = [&](const onnx::ModelProto& candidate) {
@@ -126,13 +125,13 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   };
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     onnx::ModelProto candidate = model;
-    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format};
     po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
     std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
     po.matched_selectors = &matched;
     ModelPlacement plan(&candidate, po);
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
+    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, format.grid)), rewrite);
     if (o.accuracy_eval) return score_drop(candidate);
     return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
   };
@@ -192,7 +191,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
   CheckOptions(o, report.output_path);
   QuantizeFiles(o, report.output_path).Check();  // again with external data, once the model is read
-  if (o.quantize_mode == "int4") return QuantizeInt4(o, std::move(report), start);
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (format.placement.weight_only) return QuantizeInt4(o, format, std::move(report), start);
   // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
   // mse is never far from max and often better on real models, where entropy can lose a lot).
   report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;
@@ -201,11 +201,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
-  const bool fp8 = o.quantize_mode == "fp8";
-  if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
+  onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FLOAT8E4M3FN Q/DQ exist from opset 19
   report.output_opset = onnxio::DefaultOpset(model);
   auto plan = std::make_unique<ModelPlacement>(
-      &model, PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8});
+      &model,
+      PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format});
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
@@ -260,8 +260,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const RewriteOptions rewrite = RewriteOptionsFor(o);
+  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
   RuntimeOptions eval_runtime = Runtime(o);
   // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
@@ -278,14 +277,15 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                              plan->QuantizedNodes(), &report);
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
-      PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
+      PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
+                          &format};
       po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
       plan = std::make_unique<ModelPlacement>(&model, po);
       for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
     }
   }
 
-  const std::map<std::string, float> amax = plan->Ranges(TensorRanges(*plan, table, method, o.percentile, grid));
+  const std::map<std::string, float> amax = plan->Ranges(TensorRanges(*plan, table, method, o.percentile, format.grid));
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();
   for (auto& [node, why] : report.left_in_float) {
@@ -311,7 +311,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
   ConvertPrecision(&model, o, &report);
   if (split.eval_count > 0) {
-    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, grid);
+    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
     if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
     if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
   } else {
