@@ -24,6 +24,7 @@
 #include "quant/qdq_rewrite.h"
 #include "runtime/session.h"
 #include "sensitivity/metrics.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit {
 namespace {
