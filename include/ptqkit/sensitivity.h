@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ptqkit/tensor.h"
-#include "sensitivity/scores_file.h"
+#include "ptqkit/sensitivity_result.h"
 
 namespace ptqkit {
 
@@ -53,7 +53,7 @@ struct SensitivityOptions {
 };
 
 // Throws ptqkit::Error for bad options, model or data.
-sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& options);
+SensitivityResult ScoreSensitivity(const SensitivityOptions& options);
 
 // The op types probed when no scope is given: present in the graph and quantizable, activation,
 // normalization or reduction ops; graph plumbing (Cast, Shape, Reshape, ...) is never probed.

@@ -11,8 +11,8 @@
 
 namespace ptqkit {
 
-// Values are ONNX TensorProto.DataType codes. ONNX 1.12's protobuf predates FP8/INT4, so we keep
-// our own named constants for them.
+// Values are ONNX TensorProto.DataType codes, spelled as numbers because this public header does not
+// include the ONNX protos; src/onnx/data_type_codes.cc checks each against the ONNX enum.
 enum class DataType : int32_t {
   kUndefined = 0,
   kFloat = 1,

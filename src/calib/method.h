@@ -12,9 +12,15 @@ namespace ptqkit::calib {
 
 enum class Method { kMax, kEntropy, kPercentile, kMse };
 
-// The grid the amax is chosen for: symmetric int8 (127 uniform steps) or FP8 E4M3 (amax maps
-// to 448, non-uniform). Only kMse looks at it.
-enum class Grid { kInt8, kFp8E4M3 };
+// The grid an amax is chosen for, in units where amax maps to `qmax`: uniform integer steps
+// (round half to even, saturating at qmax), or, when `nearest` is set, a format's own non-uniform
+// values (`nearest(y)`: the grid value nearest to y >= 0, saturating at qmax). The formats table
+// (quant/formats.h) gives each format's; the default is symmetric INT8's 127 steps. Only kMse
+// looks at it.
+struct Grid {
+  double qmax = 127.0;
+  double (*nearest)(double y) = nullptr;
+};
 
 // Parses the --calibration_method spelling: "max", "entropy", "percentile" or "mse" (exact, lower case).
 // Throws ptqkit::Error naming the value and the accepted spellings otherwise.

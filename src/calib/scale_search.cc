@@ -133,7 +133,7 @@ int EntropyThresholdBins(const std::vector<uint64_t>& bins) {
   return best_i;
 }
 
-float ComputeAmax(const TensorStatistics& stats, Method method, double percentile, Grid grid) {
+float ComputeAmax(const TensorStatistics& stats, Method method, double percentile, const Grid& grid) {
   RequireFinite(stats, method);
   switch (method) {
     case Method::kMax:

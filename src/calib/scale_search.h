@@ -23,7 +23,7 @@ namespace ptqkit::calib {
 // Returns a value in [0, stats.absmax()]; 0 only when every finite value was 0.
 // `grid` is the quantization grid the amax is for; kMse uses it (see mse_search.h).
 float ComputeAmax(const TensorStatistics& stats, Method method, double percentile = 99.999,
-                  Grid grid = Grid::kInt8);
+                  const Grid& grid = Grid{});
 
 // The KL search alone: returns the number of bins i (the threshold is i * bin width) that
 // minimises KL(P_i || Q_i). Exposed for tests and diagnostics. REQUIRES: as ComputeAmax for

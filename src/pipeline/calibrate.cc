@@ -15,6 +15,7 @@
 #include "pipeline/run_digests.h"
 #include "pipeline/sensitivity_shard.h"
 #include "ptqkit/error.h"
+#include "quant/formats.h"
 #include "quant/model_placement.h"
 
 namespace ptqkit {
@@ -31,10 +32,11 @@ std::string Join(const std::vector<std::string>& items) {
 shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpec& shard,
                                  const SensitivityOptions* for_scan) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
-  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8") {
-    throw Error(fmt::format("calibrate --quantize_mode '{}': tables are for int8 and fp8 (int4's awq search keeps "
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (format.placement.weight_only) {
+    throw Error(fmt::format("calibrate --quantize_mode '{}': tables are for {} (int4's awq search keeps "
                             "per-block Gram matrices, not a calibration table)",
-                            o.quantize_mode));
+                            o.quantize_mode, FormatNames(true)));
   }
   const std::string method_name = o.calibration_method.empty() ? "mse" : o.calibration_method;
   const calib::Method method = calib::ParseMethod(method_name);
@@ -45,8 +47,8 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
   // The opset quantize runs at (FP8 Q/DQ from 19), so the same tensors are observed.
-  if (o.quantize_mode == "fp8") onnxio::UpgradeOpset(&prepared.proto, 19);
-  ApplyModelOptions(o, o.quantize_mode == "fp8" ? 19 : 13, &prepared);
+  onnxio::UpgradeOpset(&prepared.proto, format.min_opset);
+  ApplyModelOptions(o, format.min_opset, &prepared);
   const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)
                                                     : ModelPlacement(&prepared.proto, PlacementFor(o)).ActivationTensors();
   const std::string purpose =

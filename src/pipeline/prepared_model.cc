@@ -11,6 +11,7 @@
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/model_inputs.h"
+#include "quant/formats.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -68,7 +69,7 @@ RuntimeOptions Runtime(const QuantizeOptions& o) {
 
 PlacementOptions PlacementFor(const QuantizeOptions& o) {
   PlacementOptions p{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
-                     o.quantize_mode == "fp8"};
+                     &FindFormat(o.quantize_mode, "--quantize_mode")};
   p.disable_mha_qdq = o.disable_mha_qdq;
   return p;
 }

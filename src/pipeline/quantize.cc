@@ -30,6 +30,7 @@
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "sensitivity/rank_order.h"
+#include "quant/formats.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -86,10 +87,8 @@ void CheckModelOptOptions(const QuantizeOptions& o) {
 
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
-  if (o.quantize_mode != "int8" && o.quantize_mode != "fp8" && o.quantize_mode != "int4") {
-    throw Error(fmt::format("unknown --quantize_mode '{}' (expected int8, fp8 or int4)", o.quantize_mode));
-  }
-  if (o.quantize_mode != "int4" && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (!format.placement.weight_only && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
     throw Error(fmt::format("--calibration_method {} applies to --quantize_mode int4 only (int8/fp8 take max, entropy, "
                             "percentile or mse)",
                             o.calibration_method));
@@ -106,12 +105,14 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
                             o.intra_op_num_threads));
   }
   if (o.accuracy_budget >= 0) accuracy::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
-  if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
+  if (o.accuracy_budget >= 0 && format.placement.weight_only) {
+    throw Error(fmt::format("--accuracy_budget applies to {}", FormatNames(true)));
+  }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
   }
-  if (o.reduce_range && o.quantize_mode != "int8") {
+  if (o.reduce_range && format.reduced_range_qmax == 0) {
     throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
   }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
@@ -125,7 +126,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
 
 // Per-tensor ranges from the calibration statistics of the plan's activation tensors.
 std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const calib::CalibrationTable& table,
-                                          calib::Method method, double percentile, calib::Grid grid) {
+                                          calib::Method method, double percentile, const calib::Grid& grid) {
   std::map<std::string, float> amax;
   for (const auto& name : plan.ActivationTensors()) {
     auto it = table.tensors.find(name);
@@ -135,12 +136,11 @@ std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const cali
 }
 
 // How the options shape the Q/DQ nodes (the run's own rewrite and every budget candidate's).
-RewriteOptions RewriteOptionsFor(const QuantizeOptions& o) {
-  const bool fp8 = o.quantize_mode == "fp8";
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format) {
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
-  rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
-  rewrite.activation_after_dq = fp8 && o.target_runtime == "ort_cpu";
+  rewrite.format = &format;
+  rewrite.activation_after_dq = format.ort_cpu_fusions_unsafe && o.target_runtime == "ort_cpu";
   rewrite.reduce_range = o.reduce_range;
   return rewrite;
 }
@@ -156,10 +156,9 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report) {
   const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
-  const bool fp8 = o.quantize_mode == "fp8";
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   const calib::Method method = calib::ParseMethod(report->calibration_method);
-  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const RewriteOptions rewrite = RewriteOptionsFor(o);
+  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
   // With the caller's scorer: the drop of its score from the FP32 model's.
   const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
   const auto score_drop = [&](const onnx::ModelProto& candidate) {
@@ -176,7 +175,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     po.matched_selectors = &matched;
     ModelPlacement plan(&candidate, po);
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
+    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, format.grid)), rewrite);
     if (o.accuracy_eval) return score_drop(candidate);
     return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
   };
@@ -236,7 +235,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
   CheckOptions(o, report.output_path);
   QuantizeFiles(o, report.output_path).Check();  // again with external data, once the model is read
-  if (o.quantize_mode == "int4") return QuantizeInt4(o, std::move(report), start);
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (format.placement.weight_only) return QuantizeInt4(o, format, std::move(report), start);
   // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
   // mse is never far from max and often better on real models, where entropy can lose a lot).
   report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;
@@ -245,12 +245,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
-  const bool fp8 = o.quantize_mode == "fp8";
-  if (fp8) onnxio::UpgradeOpset(&model, 19);  // FLOAT8E4M3FN Q/DQ exist from opset 19
-  ApplyModelOptions(o, fp8 ? 19 : 13, &prepared);
+  onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FLOAT8E4M3FN Q/DQ exist from opset 19
+  ApplyModelOptions(o, format.min_opset, &prepared);
   report.output_opset = onnxio::DefaultOpset(model);
-  auto plan = std::make_unique<ModelPlacement>(
-      &model, PlacementFor(o));
+  auto plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
@@ -318,8 +316,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const RewriteOptions rewrite = RewriteOptionsFor(o);
+  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
   RuntimeOptions eval_runtime = Runtime(o);
   // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
@@ -343,11 +340,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
   }
 
-  std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, grid);
-  const float grid_max = fp8 ? 448.0f : 127.0f;  // amax = scale * the largest grid value
-  for (const auto& tensor : plan->ActivationTensors()) {
+  std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, format.grid);
+  for (const auto& tensor : plan->ActivationTensors()) {  // amax = scale * the grid's largest value
     auto it = trt_scales.find(tensor);
-    if (it != trt_scales.end()) ranges[tensor] = it->second * grid_max;
+    if (it != trt_scales.end()) ranges[tensor] = it->second * format.qmax;
   }
   const std::map<std::string, float> amax = plan->Ranges(ranges);
   report.quantized_by_op_type = plan->QuantizedByOpType();
@@ -375,7 +371,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
   ConvertPrecision(&model, o, &report);
   if (split.eval_count > 0) {
-    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, grid);
+    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
     if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
     if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
   } else {
@@ -389,7 +385,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
   if (!o.save_calibration_cache_path.empty()) {
     std::map<std::string, float> scales;
-    for (const auto& [tensor, a] : amax) scales[tensor] = a / 127.0f;
+    for (const auto& [tensor, a] : amax) scales[tensor] = a / format.qmax;
     WriteFileAtomically(o.save_calibration_cache_path, calib::TrtCalibrationCacheText(scales));
   }
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();

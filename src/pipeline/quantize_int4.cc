@@ -25,9 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// INT4/UINT4 tensors exist from IR version 10 (the version that goes with opset 21).
-constexpr int64_t kInt4IrVersion = 10;
-
 std::string ResolveMethod(const QuantizeOptions& o) {
   const std::string m = o.calibration_method.empty() ? "awq_clip" : o.calibration_method;
   if (m != "rtn" && m != "awq_clip" && m != "awq_lite") {
@@ -154,7 +151,8 @@ bool IsInt4CalibrationMethod(const std::string& m) {
   return m.empty() || m == "rtn" || m == "awq_clip" || m == "awq_lite";
 }
 
-QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clock::time_point start) {
+QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
+                            Clock::time_point start) {
   const std::string method = ResolveMethod(o);
   CheckInt4Options(o);
   report.calibration_method = method;
@@ -162,9 +160,9 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
-  onnxio::UpgradeOpset(&model, 21);  // blocked DequantizeLinear and INT4/UINT4 exist from opset 21
-  if (model.ir_version() < kInt4IrVersion) model.set_ir_version(kInt4IrVersion);
-  ApplyModelOptions(o, 21, &prepared);
+  onnxio::UpgradeOpset(&model, format.min_opset);  // blocked DequantizeLinear and INT4/UINT4: opset 21
+  if (model.ir_version() < format.min_ir_version) model.set_ir_version(format.min_ir_version);
+  ApplyModelOptions(o, format.min_opset, &prepared);
   report.output_opset = onnxio::DefaultOpset(model);
 
   const GraphIndex index(model.graph());
@@ -177,6 +175,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, QuantizeReport report, Clo
   const int threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Int4RewriteOptions rewrite;
+  rewrite.format = &format;
   rewrite.weight.block_size = o.block_size;
   rewrite.weight.zero_point = o.use_zero_point;
   rewrite.weight.alpha_min = o.awqclip_alpha_min;

@@ -14,15 +14,16 @@
 #include <chrono>
 
 #include "ptqkit/quantize.h"
+#include "quant/formats.h"
 
 namespace ptqkit {
 
 // Calibration methods int4 accepts; "" means the int4 default, awq_clip.
 bool IsInt4CalibrationMethod(const std::string& method);
 
-// REQUIRES: options.quantize_mode == "int4"; `report.output_path` is set and was checked by
-// Quantize(). Throws ptqkit::Error.
-QuantizeReport QuantizeInt4(const QuantizeOptions& options, QuantizeReport report,
+// REQUIRES: `format` is the row of options.quantize_mode, a weight-only 4-bit format (int4);
+// `report.output_path` is set and was checked by Quantize(). Throws ptqkit::Error.
+QuantizeReport QuantizeInt4(const QuantizeOptions& options, const QuantFormat& format, QuantizeReport report,
                             std::chrono::steady_clock::time_point start);
 
 }  // namespace ptqkit

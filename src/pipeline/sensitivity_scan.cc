@@ -19,10 +19,12 @@
 #include "pipeline/sensitivity_shard.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
+#include "quant/formats.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 #include "runtime/session.h"
 #include "sensitivity/metrics.h"
+#include "sensitivity/scores_file.h"
 
 namespace ptqkit {
 namespace {
@@ -52,13 +54,18 @@ std::vector<std::string> ScopeOpTypes(const GraphIndex& g, const std::vector<std
   return types;
 }
 
+const QuantFormat& TargetFormat(const SensitivityOptions& o) {
+  return FindFormat(o.target_precision, "--target_precision", /*activations_only=*/true);
+}
+
 std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) {
   const std::vector<std::string> types = ScopeOpTypes(g, o.op_types_scope);
+  const QuantFormat& format = TargetFormat(o);
   std::vector<Probe> probes;
   if (o.granularity == "op_type") {
     for (const auto& t : types) {
       PlacementOptions p;
-      p.fp8 = o.target_precision == "fp8";
+      p.format = &format;
       p.op_types_to_quantize = {t};
       probes.push_back({t, PlanPlacement(g, p), {}});
     }
@@ -67,7 +74,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
     for (int i = 0; i < g.num_nodes(); ++i) {
       if (!in_scope.count(g.node(i).op_type())) continue;
       PlacementOptions p;
-      p.fp8 = o.target_precision == "fp8";
+      p.format = &format;
       p.nodes_to_quantize = {g.node(i).name()};  // an exact name selects that node only
       probes.push_back({g.node(i).name(), PlanPlacement(g, p), {}});
     }
@@ -92,9 +99,7 @@ void CheckOptions(const SensitivityOptions& o) {
   if (o.granularity != "op_type" && o.granularity != "node") {
     throw Error(fmt::format("unknown --granularity '{}' (expected op_type or node)", o.granularity));
   }
-  if (o.target_precision != "int8" && o.target_precision != "fp8") {
-    throw Error(fmt::format("unknown --target_precision '{}' (expected int8 or fp8)", o.target_precision));
-  }
+  TargetFormat(o);  // throws naming the accepted precisions
   calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
@@ -197,8 +202,8 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   for (const auto& [path, role] : o.output_files) files.Output(path, role);
   files.Check();
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, files);
-  const bool fp8 = o.target_precision == "fp8";
-  if (fp8) onnxio::UpgradeOpset(&prepared.proto, 19);  // FP8 Q/DQ need opset 19
+  const QuantFormat& format = TargetFormat(o);
+  onnxio::UpgradeOpset(&prepared.proto, format.min_opset);  // e.g. FP8 Q/DQ need opset 19
   const onnx::ModelProto& model = prepared.proto;
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,
                       o.calibration_shapes, o.calibration_batch_size, o.calibration_batch_axis};
@@ -252,7 +257,7 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   for (const auto& t : ranged) {
     auto it = table.tensors.find(t);
     if (it != table.tensors.end()) {
-      amax[t] = calib::ComputeAmax(it->second, method, 99.999, fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8);
+      amax[t] = calib::ComputeAmax(it->second, method, 99.999, format.grid);
     }
   }
   const double calibration_s = Since(calib_start);
@@ -285,7 +290,7 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   std::set<std::string> original_initializers;
   for (const auto& t : model.graph().initializer()) original_initializers.insert(t.name());
   RuntimeOptions probe_runtime = runtime;
-  probe_runtime.basic_optimizations_only = fp8;
+  probe_runtime.basic_optimizations_only = format.ort_cpu_fusions_unsafe;
   ScanOutcome outcome;
   outcome.num_targets = static_cast<int64_t>(probes.size());
   for (size_t i = 0; i < probes.size(); ++i)
@@ -363,7 +368,7 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
     }
     try {
       RewriteOptions rewrite;
-      rewrite.format = fp8 ? QuantFormat::kFloat8E4M3FN : QuantFormat::kInt8;
+      rewrite.format = &format;
       rewrite.reserved_names = &original_initializers;
       if (!ref_data.has_boundaries) {
         onnx::ModelProto rewritten = model;

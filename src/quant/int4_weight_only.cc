@@ -19,9 +19,6 @@
 namespace ptqkit {
 namespace {
 
-constexpr int32_t kUint4Type = onnx::TensorProto::UINT4;
-constexpr int32_t kInt4Type = onnx::TensorProto::INT4;
-
 bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
 // Why `node` (a MatMul/Gemm) cannot have its weight quantized, or "" when it can; sets *axis.
@@ -460,13 +457,14 @@ class Int4Rewriter {
     stats_.clipped_blocks += q.clipped_blocks;
 
     const std::string q_name = Fresh(name + (options_.weight.zero_point ? "_uint4" : "_int4"));
-    AddInit(q_name, options_.weight.zero_point ? kUint4Type : kInt4Type, shape, q.packed);
+    const QuantFormat& format = *options_.format;
+    AddInit(q_name, options_.weight.zero_point ? format.zero_point_storage_type : format.storage_type, shape, q.packed);
     const std::string s_name = Fresh(name + "_scale");
     AddInit(s_name, w.data_type(), q.scale_shape, ScaleBytes(q.scales, half));
     std::vector<std::string> inputs = {q_name, s_name};
     if (options_.weight.zero_point) {
       inputs.push_back(Fresh(name + "_zero_point"));
-      AddInit(inputs.back(), kUint4Type, q.scale_shape, PackUint4(q.zero_points));
+      AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
     }
     onnx::NodeProto dq;
     dq.set_op_type("DequantizeLinear");

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "onnx/graph_index.h"
+#include "quant/formats.h"
 #include "quant/int4_numerics.h"
 
 namespace ptqkit {
@@ -150,6 +151,8 @@ Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int
                               const BlockGram* gram, const Int4WeightOptions& options);
 
 struct Int4RewriteOptions {
+  // The storage types of the quantized weights and zero points (INT4 / UINT4).
+  const QuantFormat* format = &FindFormat("int4", "--quantize_mode");
   Int4WeightOptions weight;
   // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
   const std::map<std::string, BlockGram>* grams = nullptr;
@@ -165,7 +168,7 @@ struct Int4RewriteStats {
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
-// model's opset is >= 21 (blocked DequantizeLinear, INT4/UINT4 types).
+// model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types).
 Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
 
 }  // namespace ptqkit

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -101,6 +102,17 @@ float Float8E4M3FNToFloat(uint8_t bits) {
 }
 
 uint8_t QuantizeFloat8E4M3FN(float x, float scale) { return FloatToFloat8E4M3FN(x / scale); }
+
+double NearestFloat8E4M3FN(double y) {
+  const double max = kFloat8E4M3FNMax;
+  if (y >= max) return max;
+  if (y <= 0.0) return 0.0;
+  int exponent;
+  std::frexp(y, &exponent);                  // y = f * 2^exponent, f in [0.5, 1)
+  const int e = std::max(exponent - 1, -6);  // unbiased exponent; subnormals share 2^-6's step
+  const double step = std::ldexp(1.0, e - 3);
+  return std::min(std::nearbyint(y / step) * step, max);
+}
 
 float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name) {
   if (!(std::isfinite(amax) && amax > 0.0f)) {

@@ -47,6 +47,9 @@ uint8_t FloatToFloat8E4M3FN(float x);
 float Float8E4M3FNToFloat(uint8_t bits);
 // FloatToFloat8E4M3FN(x / scale), the division in float32. REQUIRES: scale > 0 and finite.
 uint8_t QuantizeFloat8E4M3FN(float x, float scale);
+// The FLOAT8E4M3FN value nearest to y >= 0, in double precision, saturating at 448 (ties to
+// even): the FP8 grid as calibration's MSE search sees it (calib::Grid::nearest).
+double NearestFloat8E4M3FN(double y);
 
 // amax / qmax, for a per-tensor or per-channel scale of `tensor_name`. A degenerate amax
 // (0, negative, NaN, Inf) gives kDegenerateScale, a scale below kMinScale is raised to it; both

@@ -13,14 +13,11 @@
 namespace ptqkit {
 namespace {
 
-// Convs with fewer channels than this on either side stay in float: TensorRT pads INT8 channels
-// to much larger multiples, so they gain nothing, and quantizing an RGB image input costs accuracy.
-constexpr int64_t kMinConvChannels = 8;
+// The format's PlacementProfile (quant/formats.h) sets the Conv limits: TensorRT pads INT8
+// channels to much larger multiples, so small-channel Convs gain nothing (and quantizing an RGB
+// image input costs accuracy); its FP8 kernels cover fewer Convs still.
 // GEMMs with K or N below this stay in float (TensorRT has no INT8 kernels worth it; ModelOpt does the same).
 constexpr int64_t kMinGemmDim = 16;
-// TensorRT FP8 convolution limits.
-constexpr int64_t kFp8MaxKernelVolume = 32;
-constexpr int64_t kFp8MinConvChannels = 17;
 
 const std::set<std::string> kPooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
 
@@ -43,7 +40,8 @@ class Planner {
  public:
   Planner(const GraphIndex& graph, const PlacementOptions& options)
       : g_(graph),
-        fp8_(options.fp8),
+        format_(*options.format),
+        profile_(options.format->placement),
         disable_mha_qdq_(options.disable_mha_qdq),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
                  "--op_types_to_quantize", options.matched_selectors),
@@ -89,19 +87,19 @@ class Planner {
     if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose") {
       auto [cin, cout] = ConvChannels(g_, i);
       if (cin < 0) return "weight is not a constant";
-      if (fp8_) {
-        if (n.op_type() == "ConvTranspose") return "ConvTranspose is not quantized in fp8 mode";
-        if (cin < kFp8MinConvChannels || cout < kFp8MinConvChannels) {
-          return fmt::format("small-channel conv for fp8 ({} in, {} out; <= {})", cin, cout, kFp8MinConvChannels - 1);
-        }
+      if (n.op_type() == "ConvTranspose" && !profile_.quantize_conv_transpose) {
+        return fmt::format("ConvTranspose is not quantized in {} mode", format_.name);
+      }
+      if (cin < profile_.min_conv_channels || cout < profile_.min_conv_channels) {
+        return fmt::format("small-channel conv ({} in, {} out; < {})", cin, cout, profile_.min_conv_channels);
+      }
+      if (profile_.max_conv_kernel_volume > 0) {
         const auto* w = g_.Constant(n.input(1));
         int64_t volume = 1;
         for (int d = 2; d < w->dims_size(); ++d) volume *= w->dims(d);
-        if (volume > kFp8MaxKernelVolume) return fmt::format("kernel volume {} > {} in fp8 mode", volume, kFp8MaxKernelVolume);
-        return "";
-      }
-      if (cin < kMinConvChannels || cout < kMinConvChannels) {
-        return fmt::format("small-channel conv ({} in, {} out; < {})", cin, cout, kMinConvChannels);
+        if (volume > profile_.max_conv_kernel_volume) {
+          return fmt::format("kernel volume {} > {} in {} mode", volume, profile_.max_conv_kernel_volume, format_.name);
+        }
       }
       return "";
     }
@@ -131,8 +129,8 @@ class Planner {
       const auto& n = g_.node(i);
       if (n.op_type() == "Add") {
         ResidualAdd(i);
-      } else if (fp8_) {
-        continue;  // fp8 quantizes only Conv, Gemm, MatMul and Add
+      } else if (!profile_.quantize_neighbours) {
+        continue;  // e.g. fp8: only Conv, Gemm, MatMul and Add
       } else if (n.op_type() == "Resize") {
         const int conv = ConvGroupSource(g_, n.input(0), true);
         if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
@@ -146,7 +144,7 @@ class Planner {
       }
     }
     // 3. Pooling, only between quantized ops (so it can run in INT8 without an extra Q/DQ).
-    for (int i = 0; i < g_.num_nodes() && !fp8_; ++i) {
+    for (int i = 0; i < g_.num_nodes() && profile_.quantize_neighbours; ++i) {
       const auto& n = g_.node(i);
       if (!kPooling.count(n.op_type()) || ProducesGraphOutput(i)) continue;
       if (ConvGroupSource(g_, n.input(0), true) >= 0) continue;  // Conv epilogue: left untouched
@@ -255,7 +253,8 @@ class Planner {
   }
 
   const GraphIndex& g_;
-  bool fp8_;
+  const QuantFormat& format_;
+  const PlacementProfile& profile_;
   bool disable_mha_qdq_;
   NodeSelector include_;
   NodeSelector exclude_;

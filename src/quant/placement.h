@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "onnx/graph_index.h"
+#include "quant/formats.h"
 
 namespace ptqkit {
 
@@ -25,9 +26,9 @@ struct PlacementOptions {
   std::vector<std::string> op_types_to_exclude;
   std::vector<std::string> nodes_to_quantize;
   std::vector<std::string> nodes_to_exclude;
-  // FP8 rules (as ModelOpt): only Conv, Gemm, MatMul and residual Add by default, and no Convs
-  // that TensorRT's FP8 kernels do not cover (kernel volume > 32, or <= 16 channels).
-  bool fp8 = false;
+  // The format's rules (quant/formats.h): which ops beyond the compute ops are quantized and which
+  // Convs stay float. Default: INT8's.
+  const QuantFormat* format = &FindFormat("int8", "--quantize_mode");
   // When set, selectors that match a node are recorded here ("<option> <selector>") instead of
   // unmatched ones being warned about (see NodeSelector).
   std::set<std::string>* matched_selectors = nullptr;

@@ -21,9 +21,9 @@ class Rewriter {
         index_(*graph_, outer),
         options_(options),
         editor_(graph_, options.reserved_names),
-        fp8_(options.format == QuantFormat::kFloat8E4M3FN),
-        qmax_(fp8_ ? kFloat8E4M3FNMax : kInt8QuantMax),
-        weight_qmax_(!fp8_ && options.reduce_range ? kInt8ReducedRangeMax : qmax_) {}
+        format_(*options.format),
+        qmax_(format_.qmax),
+        weight_qmax_(options.reduce_range && format_.reduced_range_qmax > 0 ? format_.reduced_range_qmax : qmax_) {}
 
   RewriteStats Run(const Placement& plan, const std::map<std::string, float>& amax) {
     std::vector<std::pair<TensorUse, std::string>> rewires;
@@ -55,16 +55,16 @@ class Rewriter {
     t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   }
 
-  // INT8 or FLOAT8E4M3FN raw bytes.
+  // Raw bytes of the format's storage type (one value a byte).
   void AddQuantizedInit(const std::string& name, const std::vector<int64_t>& dims, const std::string& bytes) {
     auto* t = graph_->add_initializer();
     t->set_name(name);
-    t->set_data_type(fp8_ ? onnx::TensorProto::FLOAT8E4M3FN : onnx::TensorProto::INT8);
+    t->set_data_type(format_.storage_type);
     for (auto d : dims) t->add_dims(d);
     t->set_raw_data(bytes);
   }
 
-  // Zero points are 0 in both formats (FP8 +0.0 is the byte 0x00).
+  // Zero points are 0, the byte 0x00 in every symmetric format (FP8 +0.0 too).
   void AddZeroPoint(const std::string& name, size_t channels, bool scalar) {
     AddQuantizedInit(name, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(channels)},
                      std::string(channels, '\0'));
@@ -156,15 +156,11 @@ class Rewriter {
     return dq_out;
   }
 
-  // The stored weight bytes, computed with the scalar reference numerics (bit-exact with
+  // The stored weight bytes, computed with the format's scalar reference numerics (bit-exact with
   // onnxruntime's QuantizeLinear).
   std::string QuantizeWeight(const std::vector<float>& values, const std::vector<int64_t>& shape, int axis,
                              const std::vector<float>& scales) const {
     std::string bytes(values.size(), '\0');
-    if (!fp8_ && axis >= 0) {
-      QuantizeInt8PerChannel(values.data(), shape, axis, scales, reinterpret_cast<int8_t*>(bytes.data()));
-      return bytes;
-    }
     // Stride of `axis` in the row-major layout: element i belongs to channel (i / inner) % channels.
     int64_t inner = 1;
     if (axis >= 0) {
@@ -172,7 +168,7 @@ class Rewriter {
     }
     for (size_t i = 0; i < values.size(); ++i) {
       const float s = axis >= 0 ? scales[(i / inner) % scales.size()] : scales[0];
-      bytes[i] = fp8_ ? static_cast<char>(QuantizeFloat8E4M3FN(values[i], s)) : static_cast<char>(QuantizeInt8(values[i], s));
+      bytes[i] = static_cast<char>(format_.quantize(values[i], s));
     }
     return bytes;
   }
@@ -220,9 +216,9 @@ class Rewriter {
   GraphIndex index_;
   RewriteOptions options_;
   GraphEditor editor_;
-  bool fp8_;
+  const QuantFormat& format_;
   float qmax_;
-  float weight_qmax_;  // qmax_, or 63 for reduce_range INT8 weights
+  float weight_qmax_;  // qmax_, or the reduced range (63 for INT8) with reduce_range
   std::set<std::string> moved_clamps_;  // Relu/Clip nodes copied after a DQ (activation_after_dq)
   RewriteStats stats_;
 };

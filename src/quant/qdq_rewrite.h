@@ -1,9 +1,9 @@
 // QdqRewriter: turns a Placement plus scales into graph edits — a QuantizeLinear/DequantizeLinear
 // pair per planned tensor (one pair shared by all its uses), consumers rewired to the DQ output.
 //
-// Activations: per-tensor scale amax/127 (INT8) or amax/448 (FP8), zero point 0.
+// Activations: per-tensor scale amax/qmax (127 for INT8, 448 for FP8: quant/formats.h), zero point 0.
 // Weights: per-channel scales from the weight's own absmax; kept as FP32 initializer + Q -> DQ, or
-// with dq_only stored as INT8 initializer + DQ (the FP32 copy is dropped when nothing else reads it).
+// with dq_only stored quantized as an initializer + DQ (the FP32 copy is dropped when nothing else reads it).
 // Bias inputs are never touched. New nodes are placed just before their first consumer, so the
 // graph stays topologically sorted; new names never collide with existing ones.
 #pragma once
@@ -14,17 +14,17 @@
 #include <set>
 #include <string>
 
+#include "quant/formats.h"
 #include "quant/placement.h"
 
 namespace ptqkit {
 
-enum class QuantFormat { kInt8, kFloat8E4M3FN };
-
 struct RewriteOptions {
   bool dq_only = false;
-  // INT8: scale = amax/127, int8 zero points. FP8: scale = amax/448 (the whole E4M3FN grid, not
-  // ModelOpt's amax*448/127^2), FLOAT8E4M3FN zero points; REQUIRES opset >= 19.
-  QuantFormat format = QuantFormat::kInt8;
+  // scale = amax / format->qmax, zero points of format->storage_type (INT8: amax/127; FP8:
+  // amax/448, the whole E4M3FN grid, not ModelOpt's amax*448/127^2). REQUIRES: the model's opset
+  // is at least format->min_opset; a format with activations (not placement.weight_only).
+  const QuantFormat* format = &FindFormat("int8", "--quantize_mode");
   // Names new tensors must also avoid, when the graph rewritten is a part of a larger one (the
   // sensitivity scan rewrites a copy without most initializers).
   const std::set<std::string>* reserved_names = nullptr;
@@ -36,7 +36,8 @@ struct RewriteOptions {
   // Runtime's ReluQuantRewrite/ClipQuantRewrite, which read an FP8 zero point as an integer one
   // (the Relu is dropped; the Clip rule throws).
   bool activation_after_dq = false;
-  // INT8 weights use 7 bits ([-63, 63], scale = amax/63), as ONNX Runtime's own quantizer does
+  // Weights use format->reduced_range_qmax when it is set: INT8 weights use 7 bits ([-63, 63],
+  // scale = amax/63), as ONNX Runtime's own quantizer does
   // with reduce_range: its u8s8 kernels on x86 CPUs without VNNI sum pairs of u8*s8 products in
   // 16 bits, which saturates with full-range weights; it cannot with 7-bit ones.
   bool reduce_range = false;

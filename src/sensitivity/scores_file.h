@@ -20,31 +20,7 @@
 #include <utility>
 #include <vector>
 
-// A public type (returned by ptqkit::ScoreSensitivity in ptqkit/sensitivity.h), hence in namespace
-// ptqkit; the functions on it are internal and live in ptqkit::sensitivity.
-namespace ptqkit {
-
-// The score of a probe whose outputs turned NaN or Inf: the largest finite double, so that it ranks
-// first and stays a plain JSON number for readers that only know "scores".
-inline constexpr double kNonFiniteScore = 1.7976931348623157e+308;
-
-struct SensitivityResult {
-  std::string onnx_path;
-  std::map<std::string, double> scores;  // target -> score; higher = more sensitive
-  std::vector<std::pair<std::string, std::string>> failed;  // (target, reason); never in scores
-  // (target, reason): probes whose outputs turned NaN/Inf. They are in scores with kNonFiniteScore,
-  // so they rank first, and the picker always excludes them.
-  std::vector<std::pair<std::string, std::string>> non_finite;
-  std::string calibration_source;                           // "real" | "synthetic"
-  int64_t num_calibration_samples = 0;
-  std::string metric;                     // "kl_div" | "mse" | "cos"
-  std::string granularity;                // "op_type" | "node"
-  std::string target_precision;           // "int8" | "fp8"
-  std::map<std::string, double> timings;  // phase -> seconds
-  std::string ptqkit_version;
-};
-
-}  // namespace ptqkit
+#include "ptqkit/sensitivity_result.h"
 
 namespace ptqkit::sensitivity {
 

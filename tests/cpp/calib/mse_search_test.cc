@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "calib/scale_search.h"
+#include "quant/formats.h"
 
 namespace ptqkit::calib {
 namespace {
 
+// The grids of the formats table: INT8's 127 uniform steps, FP8 E4M3's own values up to 448.
+const Grid kInt8Grid = FindFormat("int8", "--quantize_mode").grid;
+const Grid kFp8Grid = FindFormat("fp8", "--quantize_mode").grid;
+
 // The squared error of quantizing every sample with `amax`, computed value by value.
-double BruteForceError(const std::vector<float>& v, double amax, Grid grid) {
+double BruteForceError(const std::vector<float>& v, double amax, const Grid& grid) {
   double e = 0.0;
   for (float x : v) {
     const double d = x - QuantizeDequantize(x, amax, grid);
@@ -39,22 +44,22 @@ std::vector<float> Samples(const std::string& kind, size_t n, uint64_t seed) {
 
 TEST(MseSearchTest, Fp8RoundingHitsRepresentableValues) {
   // amax 448: the grid is E4M3 itself.
-  EXPECT_EQ(QuantizeDequantize(448.0, 448.0, Grid::kFp8E4M3), 448.0);
-  EXPECT_EQ(QuantizeDequantize(1000.0, 448.0, Grid::kFp8E4M3), 448.0);
-  EXPECT_EQ(QuantizeDequantize(1.0625, 448.0, Grid::kFp8E4M3), 1.0);    // between 1 and 1.125
-  EXPECT_EQ(QuantizeDequantize(1.1, 448.0, Grid::kFp8E4M3), 1.125);
-  EXPECT_EQ(QuantizeDequantize(-17.0, 448.0, Grid::kFp8E4M3), -16.0);   // step 2 above 16
+  EXPECT_EQ(QuantizeDequantize(448.0, 448.0, kFp8Grid), 448.0);
+  EXPECT_EQ(QuantizeDequantize(1000.0, 448.0, kFp8Grid), 448.0);
+  EXPECT_EQ(QuantizeDequantize(1.0625, 448.0, kFp8Grid), 1.0);    // between 1 and 1.125
+  EXPECT_EQ(QuantizeDequantize(1.1, 448.0, kFp8Grid), 1.125);
+  EXPECT_EQ(QuantizeDequantize(-17.0, 448.0, kFp8Grid), -16.0);   // step 2 above 16
   // Subnormals are multiples of 2^-9: 3 * 2^-9 is exact, 1.5 * 2^-9 ties to even (2 * 2^-9).
-  EXPECT_EQ(QuantizeDequantize(0.005859375, 448.0, Grid::kFp8E4M3), 0.005859375);
-  EXPECT_EQ(QuantizeDequantize(0.0029296875, 448.0, Grid::kFp8E4M3), 0.00390625);
-  EXPECT_EQ(QuantizeDequantize(0.5, 127.0, Grid::kInt8), 0.0);  // ties to even
-  EXPECT_EQ(QuantizeDequantize(300.0, 127.0, Grid::kInt8), 127.0);
+  EXPECT_EQ(QuantizeDequantize(0.005859375, 448.0, kFp8Grid), 0.005859375);
+  EXPECT_EQ(QuantizeDequantize(0.0029296875, 448.0, kFp8Grid), 0.00390625);
+  EXPECT_EQ(QuantizeDequantize(0.5, 127.0, kInt8Grid), 0.0);  // ties to even
+  EXPECT_EQ(QuantizeDequantize(300.0, 127.0, kInt8Grid), 127.0);
 }
 
 class MseDistributionTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MseDistributionTest, LowerErrorThanMaxAndThanABadClip) {
-  for (Grid grid : {Grid::kInt8, Grid::kFp8E4M3}) {
+  for (Grid grid : {kInt8Grid, kFp8Grid}) {
     const std::vector<float> v = Samples(GetParam(), 200000, 7);
     TensorStatistics stats("t");
     stats.Add(v.data(), v.size());
@@ -62,13 +67,13 @@ TEST_P(MseDistributionTest, LowerErrorThanMaxAndThanABadClip) {
     const double e_mse = BruteForceError(v, mse, grid);
     const double e_max = BruteForceError(v, stats.absmax(), grid);
     const double e_clip = BruteForceError(v, 0.1 * stats.absmax(), grid);
-    EXPECT_LE(e_mse, e_max) << GetParam() << " grid " << static_cast<int>(grid);
+    EXPECT_LE(e_mse, e_max) << GetParam() << " grid " << grid.qmax;
     EXPECT_LT(e_mse, e_clip) << GetParam();
     // The histogram estimate tracks the real error.
     const double est = HistogramSquaredError(stats.HistogramWithoutZeros(), stats.bin_width(),
                                              mse, grid);
     EXPECT_NEAR(est / e_mse, 1.0, 0.1) << GetParam();
-    if (GetParam() != "uniform" && grid == Grid::kInt8) {
+    if (GetParam() != "uniform" && grid.nearest == nullptr) {
       // Long tails: clipping some of them pays off on the uniform int8 grid.
       EXPECT_LT(mse, stats.absmax()) << GetParam();
       EXPECT_LT(e_mse, 0.9 * e_max) << GetParam();
@@ -89,13 +94,13 @@ TEST(MseSearchTest, Fp8UsesItsOwnGrid) {
   v[17] = 20.0f;
   TensorStatistics stats("t");
   stats.Add(v.data(), v.size());
-  const float int8 = ComputeAmax(stats, Method::kMse, 99.999, Grid::kInt8);
-  const float fp8 = ComputeAmax(stats, Method::kMse, 99.999, Grid::kFp8E4M3);
+  const float int8 = ComputeAmax(stats, Method::kMse, 99.999, kInt8Grid);
+  const float fp8 = ComputeAmax(stats, Method::kMse, 99.999, kFp8Grid);
   EXPECT_LT(int8, 0.5f * stats.absmax());
   EXPECT_GT(fp8, 0.9f * stats.absmax());
   // Each is better on its own grid than the other's choice (brute force on the samples).
-  EXPECT_LT(BruteForceError(v, fp8, Grid::kFp8E4M3), BruteForceError(v, int8, Grid::kFp8E4M3));
-  EXPECT_LT(BruteForceError(v, int8, Grid::kInt8), BruteForceError(v, fp8, Grid::kInt8));
+  EXPECT_LT(BruteForceError(v, fp8, kFp8Grid), BruteForceError(v, int8, kFp8Grid));
+  EXPECT_LT(BruteForceError(v, int8, kInt8Grid), BruteForceError(v, fp8, kInt8Grid));
 }
 
 TEST(MseSearchTest, ExactZerosDoNotMoveTheAmax) {

@@ -1,0 +1,104 @@
+#include "quant/formats.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include "ptqkit/error.h"
+#include "quant/int4_numerics.h"
+#include "quant/numerics.h"
+
+namespace ptqkit {
+namespace {
+
+uint8_t Int8Bits(float x, float scale) { return static_cast<uint8_t>(QuantizeInt8(x, scale)); }
+float Int8Value(uint8_t bits, float scale) { return DequantizeInt8(static_cast<int8_t>(bits), scale); }
+
+float Fp8Value(uint8_t bits, float scale) { return Float8E4M3FNToFloat(bits) * scale; }
+
+uint8_t Int4Bits(float x, float scale) { return static_cast<uint8_t>(QuantizeInt4(x, scale)) & 0x0F; }
+float Int4Value(uint8_t bits, float scale) {
+  const int v = bits & 0x0F;
+  return DequantizeInt4(static_cast<int8_t>(v >= 8 ? v - 16 : v), scale);
+}
+
+// INT8, symmetric: TensorRT's explicit-quantization rules (DESIGN.md "Placement").
+const QuantFormat kInt8 = {
+    .name = "int8",
+    .storage_type = onnx::TensorProto_DataType_INT8,
+    .zero_point_storage_type = onnx::TensorProto_DataType_INT8,
+    .min_opset = 13,  // per-axis Q/DQ
+    .values_per_byte = 1,
+    .qmin = -128.0f,
+    .qmax = kInt8QuantMax,
+    .reduced_range_qmax = kInt8ReducedRangeMax,
+    .grid = {.qmax = kInt8QuantMax, .nearest = nullptr},  // 127 uniform steps
+    .quantize = Int8Bits,
+    .dequantize = Int8Value,
+    .placement = {},
+};
+
+// FP8 E4M3FN: amax maps to 448 (the whole grid, not ModelOpt's 448/127 scaling). Placement as
+// ModelOpt's FP8 mode: only Conv, Gemm, MatMul and residual Add, and no Convs that TensorRT's FP8
+// kernels do not cover.
+const QuantFormat kFp8 = {
+    .name = "fp8",
+    .storage_type = onnx::TensorProto_DataType_FLOAT8E4M3FN,
+    .zero_point_storage_type = onnx::TensorProto_DataType_FLOAT8E4M3FN,
+    .min_opset = 19,  // FLOAT8E4M3FN Q/DQ
+    .values_per_byte = 1,
+    .qmin = -kFloat8E4M3FNMax,
+    .qmax = kFloat8E4M3FNMax,
+    .grid = {.qmax = kFloat8E4M3FNMax, .nearest = NearestFloat8E4M3FN},  // non-uniform
+    .quantize = QuantizeFloat8E4M3FN,
+    .dequantize = Fp8Value,
+    .placement = {.quantize_conv_transpose = false,
+                  .min_conv_channels = 17,
+                  .max_conv_kernel_volume = 32,
+                  .quantize_neighbours = false},
+    .ort_cpu_fusions_unsafe = true,
+};
+
+// INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (int4_weight_only.h).
+const QuantFormat kInt4 = {
+    .name = "int4",
+    .storage_type = onnx::TensorProto_DataType_INT4,
+    .zero_point_storage_type = onnx::TensorProto_DataType_UINT4,
+    .min_opset = 21,        // blocked DequantizeLinear, INT4/UINT4
+    .min_ir_version = 10,   // INT4/UINT4 element types
+    .values_per_byte = 2,
+    .qmin = static_cast<float>(kInt4Min),
+    .qmax = static_cast<float>(kInt4Max),
+    .grid = {.qmax = static_cast<double>(kInt4Max), .nearest = nullptr},
+    .quantize = Int4Bits,
+    .dequantize = Int4Value,
+    .placement = {.weight_only = true},
+};
+
+}  // namespace
+
+const std::vector<const QuantFormat*>& AllFormats() {
+  static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4};
+  return kAll;
+}
+
+std::string FormatNames(bool activations_only) {
+  std::vector<std::string_view> names;
+  for (const QuantFormat* f : AllFormats()) {
+    if (!activations_only || !f->placement.weight_only) names.push_back(f->name);
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+const QuantFormat& FindFormat(std::string_view name, std::string_view option, bool activations_only) {
+  for (const QuantFormat* f : AllFormats()) {
+    if (f->name == name && (!activations_only || !f->placement.weight_only)) return *f;
+  }
+  throw Error(fmt::format("unknown {} '{}' (expected {})", option, name, FormatNames(activations_only)));
+}
+
+}  // namespace ptqkit

@@ -1,0 +1,74 @@
+// QuantFormat: everything ptqkit knows about one quantization format, as data. The table in
+// formats.cc is the one place where int8, fp8 and int4 differ: placement, the Q/DQ and weight-only
+// rewriters, calibration's scale search, the sensitivity scan and the pipelines read these traits
+// instead of branching on a format's name. Adding a format is adding a row (plus its scalar
+// reference numerics in numerics.h / int4_numerics.h).
+//
+// The rows are immutable static data that live for the whole program; pass them by reference or
+// pointer. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "calib/method.h"
+
+namespace ptqkit {
+
+// What the placement rules quantize for a format (DESIGN.md "Placement").
+struct PlacementProfile {
+  // Only MatMul/Gemm weights, stored quantized, no activations (the weight-only planner,
+  // int4_weight_only.h); the other fields then do not apply.
+  bool weight_only = false;
+  bool quantize_conv_transpose = true;
+  // Convs with fewer input or output channels stay float.
+  int64_t min_conv_channels = 8;
+  // Convs with a larger kernel volume (product of the spatial dimensions) stay float; 0: no limit.
+  int64_t max_conv_kernel_volume = 0;
+  // Resize and LayerNormalization after a quantized Conv, and pooling between quantized ops, get
+  // input Q/DQ; without it only the compute ops and residual Adds do.
+  bool quantize_neighbours = true;
+};
+
+struct QuantFormat {
+  std::string_view name;  // the --quantize_mode / --target_precision spelling
+  // ONNX element types (onnx::TensorProto_DataType_*) of the quantized values, and of the values
+  // when zero points are used (asymmetric, e.g. UINT4 for int4).
+  int32_t storage_type = 0;
+  int32_t zero_point_storage_type = 0;
+  // The model is upgraded to at least this opset (and IR version; 0: as loaded) before rewriting.
+  int64_t min_opset = 0;
+  int64_t min_ir_version = 0;
+  int values_per_byte = 1;  // 2: two 4-bit values a byte, element 0 in the low nibble
+  // The symmetric grid: scale = amax / qmax; quantized values saturate to [qmin, qmax].
+  float qmin = 0.0f;
+  float qmax = 0.0f;
+  // Weight qmax with --reduce_range (7-bit INT8 weights); 0: the option does not apply.
+  float reduced_range_qmax = 0.0f;
+  // The grid as calibration's scale search sees it (uniform steps, or the format's own values).
+  calib::Grid grid;
+  // Reference numerics of one value: the stored bits of x quantized with `scale` (4-bit formats:
+  // the low nibble), and back. REQUIRES: scale > 0 and finite.
+  uint8_t (*quantize)(float x, float scale) = nullptr;
+  float (*dequantize)(uint8_t bits, float scale) = nullptr;
+  PlacementProfile placement;
+  // ONNX Runtime CPU's Q/DQ fusions mis-handle this format (DESIGN.md "Numerics"): with
+  // --target_runtime ort_cpu a Relu/Clip is moved after the DQ, and sensitivity probes run with
+  // basic optimizations only.
+  bool ort_cpu_fusions_unsafe = false;
+};
+
+// The row named `name` ("int8", "fp8", "int4"). `option` names the option the value came from, for
+// the error. With activations_only, weight-only formats are not accepted. Throws ptqkit::Error
+// "unknown <option> '<name>' (expected int8, fp8 or int4)" otherwise.
+const QuantFormat& FindFormat(std::string_view name, std::string_view option, bool activations_only = false);
+
+// Every row, in the order the table lists them.
+const std::vector<const QuantFormat*>& AllFormats();
+
+// "int8, fp8 or int4": the names of every format (with activations_only, of the calibrated ones).
+std::string FormatNames(bool activations_only = false);
+
+}  // namespace ptqkit
