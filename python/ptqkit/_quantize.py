@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from ptqkit import _calibration, _options, _ptqkit
+from ptqkit import _autotune, _calibration, _options, _ptqkit
 
 logger = logging.getLogger("ptqkit")
 
@@ -53,6 +53,25 @@ def quantize(
     accuracy_budget=None,
     accuracy_budget_metric: str = "cos",
     accuracy_eval=None,
+    autotune=False,
+    # The --autotune_* flags (python/ptqkit/_autotune.py maps them onto AutotuneOptions).
+    autotune_output_dir=None,
+    autotune_schemes_per_region=None,
+    autotune_pattern_cache=None,
+    autotune_qdq_baseline=None,
+    autotune_state_file=None,
+    autotune_node_filter_list=None,
+    autotune_verbose: bool = False,
+    autotune_use_trtexec: bool = False,
+    autotune_timing_cache=None,
+    autotune_warmup_runs=None,
+    autotune_timing_runs=None,
+    autotune_trtexec_args=None,
+    autotune_backend: str = "ort_cpu",
+    autotune_threads: int = 1,
+    autotune_min_speedup: float = 1.02,
+    autotune_max_groups=None,
+    **modelopt_spellings,
 ) -> dict:
     """Quantizes the FP32 model at `onnx_path` and writes the Q/DQ model to `output_path`
     (default: <stem>.quant.onnx beside the input). The input files are never modified; the output
@@ -68,6 +87,11 @@ def quantize(
     the divergence from FP32 on held-out calibration samples (accuracy_budget_metric: cos, kl_div,
     mse or top1) within this; with accuracy_eval(model_path) -> score (higher is better, e.g. your
     test-set accuracy), the budget is instead the largest allowed drop from the FP32 model's score.
+    autotune: True or "quick" / "default" / "extensive": search the Q/DQ placement for speed under
+    the accuracy budget (ModelOpt's autotune); the autotune_* keywords are the --autotune_* flags
+    (ModelOpt's Python spellings autotune_num_schemes_per_region and autotune_pattern_cache_file
+    are accepted too; see the README's "Autotune"); report["autotune"] has the latencies and the
+    decisions.
     Other options: see `python -m ptqkit --help`.
 
     Returns the run's report: output_path, quantized_by_op_type, left_in_float [(node, reason)],
@@ -116,6 +140,8 @@ def quantize(
         o.accuracy_eval = lambda path: float(accuracy_eval(path))
     o.save_calibration_cache = _options.path(save_calibration_cache)
     o.calibration_cache = _options.path(calibration_cache)
+    _autotune.apply(o, autotune, {k: v for k, v in locals().items() if k.startswith("autotune_")},
+                    modelopt_spellings)
 
     report = _ptqkit.quantize(o, data.arrays, log_level, _options.path(log_file))
     _log_summary(report)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "arrays.h"
+#include "autotune_binding.h"
 #include "base/atomic_file.h"
 #include "base/io_guard.h"
 #include "base/log.h"
@@ -124,6 +125,7 @@ py::dict ReportToDict(const QuantizeReport& r) {
   // One JSON form of the loss report for --report_json and Python (pipeline/report_json.h).
   d["loss"] = py::module_::import("json").attr("loads")(LossReportToJson(r.loss).dump());
   d["accuracy_budget"] = py::module_::import("json").attr("loads")(AccuracyBudgetToJson(r.accuracy_budget).dump());
+  d["autotune"] = py::module_::import("json").attr("loads")(AutotuneReportToJson(r.autotune).dump());
   return d;
 }
 
@@ -306,7 +308,8 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("accuracy_budget_metric", &QuantizeOptions::accuracy_budget_metric)
       .def_readwrite("accuracy_eval", &QuantizeOptions::accuracy_eval)
       .def_readwrite("save_calibration_cache", &QuantizeOptions::save_calibration_cache)
-      .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache);
+      .def_readwrite("calibration_cache", &QuantizeOptions::calibration_cache)
+      .def_readwrite("autotune", &QuantizeOptions::autotune);
   BindInt4Options(options);
 }
 
@@ -354,6 +357,7 @@ PYBIND11_MODULE(_ptqkit, m) {
   m.attr("Error") = py::handle(g_error);  // the module keeps a reference; g_error is borrowed
   py::register_exception_translator(&TranslateErrors);
 
+  ptqkit::BindAutotuneOptions(m);
   BindQuantizeOptions(m);
   BindSensitivityOptions(m);
   BindPickerOptions(m);

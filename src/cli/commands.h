@@ -15,5 +15,6 @@ Command RegisterInspect(CLI::App& app);
 Command RegisterExclude(CLI::App& app);
 Command RegisterSensitivity(CLI::App& app);
 Command RegisterCalibrate(CLI::App& app);
+Command RegisterAutotune(CLI::App& app);
 
 }  // namespace ptqkit::cli

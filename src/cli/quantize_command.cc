@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "pipeline/prepared_model.h"
+#include "cli/autotune_flags.h"
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "cli/progress_bar.h"
@@ -69,6 +70,7 @@ void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());
   for (const auto& [node, why] : r.left_in_float) fmt::print("  {:<{}}  {}\n", node, width, why);
   PrintBudget(r.accuracy_budget);
+  PrintAutotuneReport(r.autotune);
   PrintLoss(r.loss);
   fmt::print("total: {:.3f} s\n", r.total_seconds);
 }
@@ -162,9 +164,12 @@ Command RegisterQuantize(CLI::App& app) {
   cmd->add_option("--calibration_cache", o->calibration_cache, "Read the calibration table (JSON) instead of calibrating");
   cmd->add_option("--log_level", *log_level, "DEBUG | INFO | WARNING | ERROR")->capture_default_str();
   cmd->add_option("--log_file", *log_file, "Also write log messages to this file");
+  // --autotune [quick|default|extensive] and the --autotune_* flags (cli/autotune_flags.cc).
+  const std::function<void()> finish_autotune = RegisterAutotuneFlags(cmd, o->autotune, "autotune_");
 
-  return [o, shapes, batch_axis, log_level, log_file, lists]() {
+  return [o, shapes, batch_axis, log_level, log_file, lists, finish_autotune]() {
     log::SetLevel(log::ParseLevel(*log_level));
+    finish_autotune();
     const std::map<std::string, std::vector<std::string>*> targets = {
         {"nodes_to_exclude", &o->nodes_to_exclude},
         {"nodes_to_quantize", &o->nodes_to_quantize},

@@ -32,6 +32,7 @@ int RunCommandLine(int argc, const char* const* argv) {
   const Command exclude = RegisterExclude(app);
   const Command sensitivity = RegisterSensitivity(app);
   const Command calibrate = RegisterCalibrate(app);
+  const Command autotune = RegisterAutotune(app);
   try {
     std::vector<std::string> args = ExpandResponseFiles(argc, argv);
     args.insert(args.begin(), argc > 0 ? argv[0] : "ptqkit");
@@ -53,6 +54,7 @@ int RunCommandLine(int argc, const char* const* argv) {
     if (app.got_subcommand("exclude")) return exclude();
     if (app.got_subcommand("sensitivity")) return sensitivity();
     if (app.got_subcommand("calibrate")) return calibrate();
+    if (app.got_subcommand("autotune")) return autotune();
     return 2;
   } catch (const Error& e) {
     return Fail(1, e.what());
