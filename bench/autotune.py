@@ -116,6 +116,7 @@ def main():
                "search_s": round(a["search_seconds"], 2), "candidates_timed": a["candidates_timed"],
                "candidates_pruned": a["candidates_pruned"], "groups": len(a["groups"]),
                "nodes_in_float": len(a["nodes_in_float"]), "gate_passed": a["gate_passed"],
+               "gate_speedup_vs_fp32": round(a["speedup_vs_fp32"], 3),
                "search_ms": {k: round(a[k]["median_ms"], 3) for k in ("fp32", "default_placement", "autotuned")},
                "divergence": {"metric": a["divergence_metric"], "default": a["divergence_default"],
                               "autotuned": a["divergence_autotuned"], "budget": a["budget"]},
@@ -123,7 +124,7 @@ def main():
         results.append(row)
         ind = row["independent_ms"]
         print(f"{name}: search {row['search_s']} s ({row['candidates_timed']} timed, {row['candidates_pruned']} pruned, "
-              f"{row['groups']} groups, {row['nodes_in_float']} nodes to float, gate {'passed' if row['gate_passed'] else 'FAILED'}); "
+              f"{row['groups']} groups, {row['nodes_in_float']} nodes to float, gate {row['gate_speedup_vs_fp32']}x {'passed' if row['gate_passed'] else 'FAILED'}); "
               f"independent median ms [p10..p90]: " + ", ".join(
                   f"{k} {v['median_ms']:.3f} [{v['p10_ms']:.3f}..{v['p90_ms']:.3f}]" for k, v in ind.items()) +
               f"; {a['divergence_metric']} divergence default {a['divergence_default']:.3g} -> autotuned "

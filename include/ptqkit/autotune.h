@@ -81,7 +81,11 @@ struct AutotuneReport {
   LatencySummary fp32;
   LatencySummary default_placement;
   LatencySummary autotuned;
-  double speedup_vs_fp32 = 0.0;  // fp32.median / autotuned.median
+  // The final gate times FP32 and the chosen placement again, alternately (three rounds each,
+  // medians of the rounds), so that a change of machine load during the search cannot decide it.
+  LatencySummary gate_fp32;
+  LatencySummary gate_autotuned;
+  double speedup_vs_fp32 = 0.0;  // gate_fp32.median / gate_autotuned.median
   bool gate_passed = false;      // speedup_vs_fp32 >= min_speedup; false: the output has no Q/DQ
   double divergence_default = 0.0;
   double divergence_autotuned = 0.0;

@@ -69,7 +69,9 @@ void PrintAutotuneReport(const AutotuneReport& r) {
   line("FP32", r.fp32);
   line("rules' placement", r.default_placement);
   line("autotuned", r.autotuned);
-  fmt::print("  speedup vs FP32 {:.3f}x: {}\n", r.speedup_vs_fp32,
+  line("gate: FP32", r.gate_fp32);
+  line("gate: autotuned", r.gate_autotuned);
+  fmt::print("  speedup vs FP32 (gate) {:.3f}x: {}\n", r.speedup_vs_fp32,
              r.gate_passed ? "kept" : "below --autotune_min_speedup, the output has NO Q/DQ");
   fmt::print("  {} divergence: rules' placement {:.6g}, autotuned {:.6g}{}\n", r.divergence_metric,
              r.divergence_default, r.divergence_autotuned, r.budget >= 0 ? fmt::format(" (budget {})", r.budget) : "");

@@ -12,7 +12,9 @@
 
 #include "ptqkit/autotune.h"
 #include "ptqkit/calibration.h"
+#include "calib/calibration_table.h"
 #include "ptqkit/quantize.h"
+#include "quant/model_placement.h"
 
 namespace ptqkit {
 
@@ -30,5 +32,15 @@ struct AutotuneInputs {
 };
 
 std::vector<std::string> AutotunePlacement(const AutotuneInputs& inputs, AutotuneReport* report);
+
+// The activation tensors to calibrate for autotune: the rules' plan's, and those of every plan
+// that keeps one more of its quantized nodes in float (keeping a node in float can move a Q/DQ,
+// e.g. to a residual Add's other input). `model` is only read.
+std::vector<std::string> AutotuneCalibrationTensors(onnx::ModelProto& model, const PlacementOptions& options,
+                                                    const ModelPlacement& plan);
+
+// Drops from `plan` the activation tensors `table` has no range for (a placement of several
+// autotune choices together that no single-exclusion plan had): their Q/DQ is left out.
+void DropUncalibrated(ModelPlacement* plan, const calib::CalibrationTable& table);
 
 }  // namespace ptqkit

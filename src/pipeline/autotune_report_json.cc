@@ -22,6 +22,8 @@ nlohmann::ordered_json AutotuneReportToJson(const AutotuneReport& r) {
   j["fp32"] = LatencyToJson(r.fp32);
   j["default_placement"] = LatencyToJson(r.default_placement);
   j["autotuned"] = LatencyToJson(r.autotuned);
+  j["gate_fp32"] = LatencyToJson(r.gate_fp32);
+  j["gate_autotuned"] = LatencyToJson(r.gate_autotuned);
   j["speedup_vs_fp32"] = r.speedup_vs_fp32;
   j["gate_passed"] = r.gate_passed;
   j["divergence_metric"] = r.divergence_metric;

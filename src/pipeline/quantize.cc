@@ -225,6 +225,13 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     UseCalibrationSamples(&*data, split);
     CaptureRequest request;
     request.tensors = plan->ActivationTensors();
+    // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
+    // input): calibrate those tensors too, in the same pass.
+    if (!o.autotune.mode.empty()) {
+      request.tensors = AutotuneCalibrationTensors(
+          model, PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8},
+          *plan);
+    }
     request.histograms = method != calib::Method::kMax;
     request.batch_size = data->batch_size;
     request.num_batches = data->num_batches;
@@ -306,6 +313,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       po.matched_selectors = &matched;
       ModelPlacement p(&candidate, po);
       for (const auto& [tensor, why] : drops) p.DropTensor(tensor, why);
+      DropUncalibrated(&p, table);
       p.Rewrite(p.Ranges(TensorRanges(p, table, method, o.percentile, grid)), rewrite);
       QuantizeReport scratch;
       ConvertPrecision(&candidate, o, &scratch);
@@ -335,6 +343,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       po.matched_selectors = &matched;
       plan = std::make_unique<ModelPlacement>(&model, po);
       for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
+      DropUncalibrated(plan.get(), table);
     }
   }
 
