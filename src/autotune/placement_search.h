@@ -7,7 +7,9 @@
 // lower by more than the combined relative spread of both (at least 1%) and its divergence from
 // FP32 stays within the limit — the accuracy budget, or without one the default placement's own
 // divergence plus 10%. Divergence is measured only for candidates that are faster. A scheme that keeps the
-// same nodes in float as a placement already measured is not measured again.
+// same nodes in float as a placement already measured is not measured again. Changes that were
+// faster but not by the margin are tried together at the end of each sweep (each alone can hide
+// in the noise while together they are clear).
 //
 // The evaluation functions are the only contact with models and runtimes, so the search is a pure
 // function of their answers (tests give it a cost model).

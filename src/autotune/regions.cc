@@ -213,9 +213,10 @@ std::vector<RegionGroup> GroupRegions(const std::vector<Region>& regions) {
     // core_only differs from both others only when a core node has a quantized tail.
     const bool has_tail = std::any_of(g.regions.begin(), g.regions.end(),
                                       [](const Region& r) { return !r.core.empty() && r.quantized_nodes.size() > 1; });
-    g.schemes = {Scheme::kQuantize};
+    // The biggest change first: with schemes_per_region 2 (quick) the one alternative tried is
+    // all-float, which is what a runtime without fused integer kernels for this region needs.
+    g.schemes = {Scheme::kQuantize, Scheme::kFloat};
     if (has_tail) g.schemes.push_back(Scheme::kCoreOnly);
-    g.schemes.push_back(Scheme::kFloat);
     groups.push_back(std::move(g));
   }
   std::stable_sort(groups.begin(), groups.end(), [](const RegionGroup& a, const RegionGroup& b) {

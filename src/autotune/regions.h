@@ -36,7 +36,7 @@ struct RegionGroup {
   std::string signature;
   std::vector<Region> regions;
   double cost = 0.0;             // sum over regions
-  std::vector<Scheme> schemes;   // kQuantize first; kCoreOnly only where it differs from both others
+  std::vector<Scheme> schemes;   // kQuantize, kFloat, then kCoreOnly where it differs from both
 };
 
 // The regions covering `quantized_nodes` (names, as ModelPlacement::QuantizedNodes() lists them).

@@ -68,7 +68,7 @@ TEST(Regions, RepeatedBlocksShareAGroupAndTheResidualAddJoinsItsConv) {
   EXPECT_EQ(block.schemes, (std::vector<Scheme>{Scheme::kQuantize, Scheme::kFloat}));
   const RegionGroup& residual = GroupWith(groups, "c3");
   EXPECT_EQ(residual.regions.at(0).quantized_nodes, (std::vector<std::string>{"c3", "add"}));
-  EXPECT_EQ(residual.schemes, (std::vector<Scheme>{Scheme::kQuantize, Scheme::kCoreOnly, Scheme::kFloat}));
+  EXPECT_EQ(residual.schemes, (std::vector<Scheme>{Scheme::kQuantize, Scheme::kFloat, Scheme::kCoreOnly}));
   EXPECT_EQ(NodesInFloat(residual, Scheme::kCoreOnly), std::vector<std::string>{"add"});
   EXPECT_EQ(NodesInFloat(residual, Scheme::kFloat), (std::vector<std::string>{"c3", "add"}));
   // Costs: 16x8x8 outputs x 16x3x3 MACs per Conv, so the two-region group costs the most.
@@ -130,7 +130,7 @@ TEST(PlacementSearch, FindsTheFastestPlacementKnownByConstruction) {
   EXPECT_LT(r.best.median_ms, r.default_placement.median_ms);
   EXPECT_LT(r.best.median_ms, r.fp32.median_ms);
   EXPECT_EQ(r.timed, s.backend.measurements());
-  // fp32 + default + (block: float) + (residual: core_only, float) + (c4: float)
+  // fp32 + default + (block: float) + (residual: float, core_only) + (c4: float)
   EXPECT_EQ(r.timed, 6);
 }
 
@@ -178,12 +178,30 @@ TEST(PlacementSearch, StateFileResumesWithoutTimingAgain) {
 TEST(PlacementSearch, SchemesPerRegionAndMaxGroupsLimitTheSearch) {
   CostSearch s;
   SearchSettings settings;
-  settings.schemes_per_region = 2;  // the rules' scheme and the next one: core_only for the residual group
+  settings.schemes_per_region = 2;  // the rules' scheme and the next one: float (core_only not tried)
   settings.max_groups = 2;          // the two most costly groups: the c1/c2 block and the residual c3
   SearchState state("", "test");
   const SearchResult r = s.Run(settings, &state);
-  EXPECT_EQ(r.in_float, std::vector<std::string>{"add"});
-  EXPECT_EQ(r.timed, 4);  // fp32, default, block float, residual core_only
+  EXPECT_EQ(r.in_float, std::vector<std::string>{});  // float loses in both groups; c4 not searched
+  EXPECT_EQ(r.timed, 4);  // fp32, default, block float, residual float
+}
+
+TEST(PlacementSearch, MarginalChangesAreTriedTogether) {
+  // Every node costs the same in float and quantized: only the Q/DQ nodes (0.05 ms each) make the
+  // difference, so each group alone saves less than the 1% margin, all together more.
+  CostSearch s;
+  s.backend = CostModelBackend({{"c1", {10, 10}}, {"c2", {10, 10}}, {"c3", {10, 10}}, {"add", {1, 1}}, {"c4", {10, 10}}},
+                               0.05);
+  SearchState state("", "test");
+  const SearchResult r = s.Run(SearchSettings{}, &state);
+  EXPECT_EQ(r.in_float, (std::vector<std::string>{"add", "c1", "c2", "c3", "c4"}));
+  EXPECT_DOUBLE_EQ(r.best.median_ms, r.fp32.median_ms);
+  // fp32, default, block float, residual float and core_only, c4 float, then those three together
+  EXPECT_EQ(r.timed, 7);
+  for (const auto& g : s.groups) {
+    const double alone = 0.05 * 2 * static_cast<double>(g.regions.size());  // at least one Q/DQ pair less
+    EXPECT_LT(alone, 0.01 * r.default_placement.median_ms) << g.signature;
+  }
 }
 
 TEST(PlacementSearch, PatternCacheWarmStartIsCheckedAndReused) {
