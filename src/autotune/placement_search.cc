@@ -12,6 +12,7 @@ namespace ptqkit::autotune {
 namespace {
 
 constexpr double kNoBudgetSlack = 1.1;
+constexpr double kNoBudgetFloor = 1e-6;  // divergences this small are rounding, not accuracy
 
 double RelativeSpread(const LatencySummary& s) { return s.median_ms > 0 ? s.mad_ms / s.median_ms : 0.0; }
 
@@ -31,7 +32,7 @@ class Search {
     // nodes in float usually lowers it, but not always by a hair (errors of two layers can cancel),
     // and a limit of exactly the default's would turn measurement-level differences into vetoes.
     result_.limit = settings_.budget >= 0 ? std::max(settings_.budget, result_.divergence_default)
-                                          : result_.divergence_default * kNoBudgetSlack + 1e-12;
+                                          : result_.divergence_default * kNoBudgetSlack + kNoBudgetFloor;
     double total_cost = 0.0;
     for (const auto& g : groups_) total_cost += g.cost;
     const double min_share = std::max(0.005, 2.0 * RelativeSpread(result_.default_placement));
@@ -105,7 +106,7 @@ class Search {
           const LatencySummary l = Latency(key, in_float);
           bool kept = false;
           double divergence = -1.0;
-          if (Faster(l, incumbent)) {
+          if (Faster(l, incumbent) && Confirmed(result_.schemes, candidate)) {
             divergence = Divergence(key, in_float);
             kept = divergence <= result_.limit;
           }
@@ -151,13 +152,31 @@ class Search {
     const std::string key = SearchState::Key(in_float);
     if (seen_.count(key)) return false;
     const LatencySummary l = Latency(key, in_float);
-    const bool kept = Faster(l, *incumbent) && Divergence(key, in_float) <= result_.limit;
+    const bool kept =
+        Faster(l, *incumbent) && Confirmed(result_.schemes, candidate) && Divergence(key, in_float) <= result_.limit;
     log::Info("autotune: {} marginal change(s) together -> {:.3f} ms (p10 {:.3f}, p90 {:.3f}) vs {:.3f} ms: {}",
               marginal.size(), l.median_ms, l.p10_ms, l.p90_ms, incumbent->median_ms, kept ? "kept" : "not kept");
     if (!kept) return false;
     result_.schemes = candidate;
     *incumbent = l;
     return true;
+  }
+
+  // A candidate that looked faster is timed again right after the incumbent: the load of a shared
+  // machine changes between measurements minutes apart, not between two back to back. Kept in the
+  // state file like any timing.
+  bool Confirmed(const std::vector<Scheme>& incumbent, const std::vector<Scheme>& candidate) {
+    const auto inc_float = InFloat(incumbent);
+    const auto cand_float = InFloat(candidate);
+    const std::string key = "confirm:" + SearchState::Key(inc_float) + ">" + SearchState::Key(cand_float);
+    const LatencySummary a = Latency(key + ":incumbent", inc_float);
+    const LatencySummary b = Latency(key + ":candidate", cand_float);
+    const bool faster = Faster(b, a);
+    if (!faster) {
+      log::Info("autotune: not confirmed when timed back to back with the incumbent ({:.3f} vs {:.3f} ms)", b.median_ms,
+                a.median_ms);
+    }
+    return faster;
   }
 
   bool Faster(const LatencySummary& candidate, const LatencySummary& incumbent) const {

@@ -6,7 +6,8 @@
 // against the incumbent placement: a candidate replaces the incumbent when its median latency is
 // lower by more than the combined relative spread of both (at least 1%) and its divergence from
 // FP32 stays within the limit — the accuracy budget, or without one the default placement's own
-// divergence plus 10%. Divergence is measured only for candidates that are faster. A scheme that keeps the
+// divergence plus 10% (and 1e-6). A candidate that looks faster is timed again back to back with
+// the incumbent before it is kept (machine load drifts between measurements far apart). Divergence is measured only for candidates that are faster. A scheme that keeps the
 // same nodes in float as a placement already measured is not measured again. Changes that were
 // faster but not by the margin are tried together at the end of each sweep (each alone can hide
 // in the noise while together they are clear).

@@ -37,8 +37,8 @@ def _check_consistent(rep):
     assert a["gate_fp32"]["runs"] == 3 * a["timing_runs"] and a["gate_autotuned"]["runs"] == 3 * a["timing_runs"]
     assert a["speedup_vs_fp32"] == pytest.approx(a["gate_fp32"]["median_ms"] / a["gate_autotuned"]["median_ms"])
     assert a["gate_passed"] == (a["speedup_vs_fp32"] >= 1.02)
-    # Without a budget the accuracy limit is the rules' placement's own divergence + 10%.
-    assert a["divergence_autotuned"] <= a["divergence_default"] * 1.1 + 1e-12
+    # Without a budget the accuracy limit is the rules' placement's own divergence + 10% (+ 1e-6).
+    assert a["divergence_autotuned"] <= a["divergence_default"] * 1.1 + 1e-6
     if a["gate_passed"]:
         kept = {n for n, why in ((e["node"], e["reason"]) for e in rep["left_in_float"]) if "--autotune" in why}
         assert kept == set(a["nodes_in_float"])
