@@ -35,7 +35,10 @@ class Search {
                                           : result_.divergence_default * kNoBudgetSlack + kNoBudgetFloor;
     double total_cost = 0.0;
     for (const auto& g : groups_) total_cost += g.cost;
-    const double min_share = std::max(0.005, 2.0 * RelativeSpread(result_.default_placement));
+    // A group whose whole cost is below the timer's resolution cannot show a change alone; but
+    // noisy timings must not rule out every group (the marginal changes are tried together), so
+    // the threshold stays between 0.5% and 2% of the cost.
+    const double min_share = std::clamp(2.0 * RelativeSpread(result_.default_placement), 0.005, 0.02);
 
     // The pattern cache's decisions are taken as they are, then checked like any candidate.
     std::vector<Scheme> start = result_.schemes;

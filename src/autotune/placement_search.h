@@ -1,8 +1,8 @@
 // The autotune search: coordinate descent over region groups, from the placement rules' choice.
 //
 // Groups are visited most costly first (estimated multiply-accumulates); a group whose share of
-// the cost is below what the timer can resolve (twice the default placement's relative MAD, at
-// least 0.5%) is not searched. For each visited group, its other schemes are tried one at a time
+// the cost is below what the timer can resolve (twice the default placement's relative MAD,
+// clamped to 0.5%..2%) is not searched. For each visited group, its other schemes are tried one at a time
 // against the incumbent placement: a candidate replaces the incumbent when its median latency is
 // lower by more than the combined relative spread of both (at least 1%) and its divergence from
 // FP32 stays within the limit — the accuracy budget, or without one the default placement's own

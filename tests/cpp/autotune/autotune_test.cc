@@ -258,6 +258,22 @@ TEST(Latency, GpuBackendsNameWhatIsMissingAndNeverFallBack) {
   }
 }
 
+TEST(Latency, MissingPiecesAreNamedOneByOne) {
+  GpuProbe none;
+  const std::string trt = MissingForBackend(none, "tensorrt");
+  EXPECT_NE(trt.find("no GPU / TensorRT found for the tensorrt latency backend"), std::string::npos) << trt;
+  EXPECT_NE(trt.find("no NVIDIA GPU device"), std::string::npos) << trt;
+  EXPECT_NE(trt.find("no CUDA driver"), std::string::npos) << trt;
+  EXPECT_NE(trt.find("no trtexec"), std::string::npos) << trt;
+  EXPECT_NE(MissingForBackend(none, "ort_trt").find("without the TensorRT execution provider"), std::string::npos);
+  EXPECT_NE(MissingForBackend(none, "ort_cuda").find("without the CUDA execution provider"), std::string::npos);
+  GpuProbe all{true, true, true, true, "/usr/bin/trtexec"};
+  for (const char* b : {"ort_cuda", "ort_trt", "tensorrt"}) EXPECT_EQ(MissingForBackend(all, b), "") << b;
+  GpuProbe no_device = all;
+  no_device.nvidia_device = false;
+  EXPECT_NE(MissingForBackend(no_device, "ort_cuda").find("no NVIDIA GPU device"), std::string::npos);
+}
+
 TEST(Presets, ModesSetRunsAndExplicitValuesWin) {
   AutotuneOptions o;
   o.mode = "quick";
