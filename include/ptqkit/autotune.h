@@ -7,7 +7,8 @@
 // all in float — and the search starts from the rules' placement and walks the groups in order of
 // estimated cost (multiply-accumulates), timing each candidate with real calibrated scales (one
 // calibration serves every candidate). A candidate is kept when it is faster than the incumbent by
-// a margin and its output divergence on the held-out samples stays within the accuracy budget.
+// a margin and its output divergence on the held-out samples stays within the accuracy budget
+// (QuantizeOptions::accuracy_budget; without one, the rules' placement's divergence + 10%).
 // Timings are kept in a state file keyed by the candidate, so an interrupted search resumes and a
 // repeated run times nothing; decisions are kept per group signature in a pattern cache.
 //
