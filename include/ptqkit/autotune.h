@@ -68,7 +68,7 @@ struct AutotuneGroup {
   std::string signature;
   std::vector<std::string> nodes;  // the quantized nodes of every region in the group
   int regions = 0;
-  double cost_share = 0.0;  // estimated share of the model's multiply-accumulates
+  double cost_share = 0.0;  // share of the FP32 model's time (or of its multiply-accumulates, see cost_source)
   std::string scheme;       // the chosen scheme: quantize | core_only | float
   std::string why;          // searched / skipped (below measurable) / filtered / from the pattern cache
 };
@@ -92,6 +92,9 @@ struct AutotuneReport {
   double divergence_autotuned = 0.0;
   std::string divergence_metric;
   double budget = -1.0;           // the accuracy budget candidates had to keep
+  // What ordered the groups: "measured" (ONNX Runtime's per-node profile of the FP32 model, CPU
+  // backend) or "estimated" (multiply-accumulates from the shapes).
+  std::string cost_source;
   int candidates_timed = 0;       // candidates measured in this run
   int candidates_from_state = 0;  // candidates whose timing came from the state file
   int candidates_pruned = 0;      // schemes skipped (same placement as another, or dominated)

@@ -200,6 +200,27 @@ std::vector<Region> BuildRegions(const onnx::ModelProto& model, const std::vecto
   return RegionBuilder(model).Build(quantized_nodes);
 }
 
+bool UseMeasuredCosts(const std::map<std::string, double>& node_ms, std::vector<Region>* regions) {
+  int nodes = 0, found = 0;
+  std::vector<double> costs;
+  for (const Region& r : *regions) {
+    std::vector<std::string> members = r.tail_nodes;
+    members.push_back(r.core.empty() ? r.quantized_nodes.front() : r.core);
+    double cost = 0.0;
+    for (const auto& n : members) {
+      ++nodes;
+      auto it = node_ms.find(n);
+      if (it == node_ms.end()) continue;
+      ++found;
+      cost += it->second;
+    }
+    costs.push_back(cost);
+  }
+  if (nodes == 0 || found * 10 < nodes * 9) return false;
+  for (size_t i = 0; i < regions->size(); ++i) (*regions)[i].cost = costs[i];
+  return true;
+}
+
 std::vector<RegionGroup> GroupRegions(const std::vector<Region>& regions) {
   std::map<std::string, RegionGroup> by_signature;
   for (const Region& r : regions) {

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ struct Region {
   std::vector<std::string> quantized_nodes;  // core first, then the quantized tail nodes
   std::vector<std::string> tail_nodes;       // every tail node (quantized or not), for the signature
   std::string signature;
-  double cost = 0.0;  // estimated multiply-accumulates (elementwise ops: output elements)
+  double cost = 0.0;  // estimated multiply-accumulates (elementwise ops: output elements), or measured ms
 };
 
 struct RegionGroup {
@@ -44,6 +45,11 @@ struct RegionGroup {
 // without it costs fall back to weight sizes. Nodes not in the main graph (control-flow bodies)
 // become lone regions of cost 0.
 std::vector<Region> BuildRegions(const onnx::ModelProto& model, const std::vector<std::string>& quantized_nodes);
+
+// Replaces each region's estimated cost by the measured time (ms) of its nodes — the core and its
+// tail, or the lone node — from `node_ms` (node_profile.h). Returns false and changes nothing when
+// the times miss more than a tenth of those nodes (a profile that does not name them).
+bool UseMeasuredCosts(const std::map<std::string, double>& node_ms, std::vector<Region>* regions);
 
 // Groups by signature, most costly group first (ties: by signature, so the order is deterministic).
 std::vector<RegionGroup> GroupRegions(const std::vector<Region>& regions);

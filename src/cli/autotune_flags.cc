@@ -75,6 +75,8 @@ void PrintAutotuneReport(const AutotuneReport& r) {
              r.gate_passed ? "kept" : "below --autotune_min_speedup, the output has NO Q/DQ");
   fmt::print("  {} divergence: rules' placement {:.6g}, autotuned {:.6g}{}\n", r.divergence_metric,
              r.divergence_default, r.divergence_autotuned, r.budget >= 0 ? fmt::format(" (budget {})", r.budget) : "");
+  fmt::print("  groups ordered by {} cost (share of {}):\n", r.cost_source,
+             r.cost_source == "measured" ? "the FP32 model's time" : "multiply-accumulates");
   for (const auto& g : r.groups) {
     if (g.scheme == "quantize" && g.why != "searched") continue;
     fmt::print("  {:>5.1f}%  {:<9} x{:<3} {}  [{}]\n", 100 * g.cost_share, g.scheme, g.regions,

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "autotune/latency_backend.h"
+#include "autotune/node_profile.h"
 #include "autotune/placement_search.h"
 #include "autotune/presets.h"
 #include "autotune/regions.h"
@@ -134,6 +135,19 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
     if (kept.empty()) log::Warn("autotune: no region matches --autotune_node_filter_list; nothing is tuned");
     regions = std::move(kept);
   }
+  // Per-region timing where the backend allows it: ONNX Runtime's profile of the FP32 model on the
+  // CPU gives each region's share of the time; otherwise (or if it fails) the estimate stays.
+  report->cost_source = "estimated";
+  if (settings.backend == "ort_cpu" && !regions.empty()) {
+    try {
+      TemporaryFolder profile_dir("ptqkit-profile-");
+      const auto times = autotune::ProfileNodeTimes(*in.fp32, in.feeds, settings.timing_runs, a.threads, profile_dir.path());
+      if (autotune::UseMeasuredCosts(times, &regions)) report->cost_source = "measured";
+    } catch (const Error& e) {
+      log::Warn("autotune: ONNX Runtime's profile of the FP32 model failed ({}); groups are ordered by estimated cost",
+                e.what());
+    }
+  }
   const std::vector<autotune::RegionGroup> groups = autotune::GroupRegions(regions);
 
   std::string state_path = a.state_file;
@@ -164,8 +178,10 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
     ss.warm_start[sig] = autotune::ParseScheme(scheme);
   }
 
-  log::Info("autotune ({}): {} region(s) in {} group(s); backend {}, {} warm-up + {} timed run(s) per candidate",
-            settings.mode, regions.size(), groups.size(), backend->name(), settings.warmup_runs, settings.timing_runs);
+  log::Info("autotune ({}): {} region(s) in {} group(s), ordered by {} cost; backend {}, {} warm-up + {} timed run(s) "
+            "per candidate",
+            settings.mode, regions.size(), groups.size(), report->cost_source, backend->name(), settings.warmup_runs,
+            settings.timing_runs);
   autotune::Evaluation ev;
   ev.fp32_latency = [&] { return backend->Measure(*in.fp32); };
   ev.latency = [&](const std::vector<std::string>& in_float) { return backend->Measure(in.build(in_float)); };

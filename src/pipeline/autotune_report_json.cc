@@ -30,6 +30,7 @@ nlohmann::ordered_json AutotuneReportToJson(const AutotuneReport& r) {
   j["divergence_default"] = r.divergence_default;
   j["divergence_autotuned"] = r.divergence_autotuned;
   j["budget"] = r.budget;
+  j["cost_source"] = r.cost_source;
   j["candidates_timed"] = r.candidates_timed;
   j["candidates_from_state"] = r.candidates_from_state;
   j["candidates_pruned"] = r.candidates_pruned;

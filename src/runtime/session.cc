@@ -163,6 +163,7 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     so.SetInterOpNumThreads(1);
     so.SetExecutionMode(ORT_SEQUENTIAL);
     if (options.basic_optimizations_only) so.SetGraphOptimizationLevel(ORT_ENABLE_BASIC);
+    if (!options.profile_file_prefix.empty()) so.EnableProfiling(options.profile_file_prefix.c_str());
     for (const auto& ep : options.execution_providers) {
       CheckExecutionProviderName(ep);
       const bool added = ep == "cpu" || (ep == "trt" ? AddTensorRt(&so, options.trt_plugins) : AddCuda(&so, ep));
@@ -213,6 +214,15 @@ InferenceSession::~InferenceSession() = default;
 const std::vector<std::string>& InferenceSession::input_names() const { return impl_->inputs; }
 const std::vector<std::string>& InferenceSession::output_names() const { return impl_->outputs; }
 const std::vector<std::string>& InferenceSession::providers() const { return impl_->providers; }
+
+std::string InferenceSession::EndProfiling() {
+  try {
+    Ort::AllocatorWithDefaultOptions alloc;
+    return impl_->session->EndProfilingAllocated(alloc).get();
+  } catch (const Ort::Exception& e) {
+    throw Error(fmt::format("ONNX Runtime could not end profiling: {}", OneLine(e.what())), Error::Kind::kRuntime);
+  }
+}
 
 DataType InferenceSession::OutputType(const std::string& name) const {
   auto it = impl_->output_types.find(name);

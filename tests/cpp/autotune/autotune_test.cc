@@ -11,6 +11,7 @@
 #include "autotune/cost_model_backend.h"
 #include "autotune/gpu_probe.h"
 #include "autotune/latency_backend.h"
+#include "autotune/node_profile.h"
 #include "autotune/placement_search.h"
 #include "autotune/presets.h"
 #include "autotune/regions.h"
@@ -224,6 +225,34 @@ TEST(PlacementSearch, PatternCacheWarmStartIsCheckedAndReused) {
   const auto& c4 = GroupWith(s.groups, "c4");
   const size_t index = static_cast<size_t>(&c4 - s.groups.data());
   EXPECT_EQ(r.why[index], "from the pattern cache");
+}
+
+TEST(Regions, MeasuredCostsReplaceTheEstimateWhenTheProfileNamesTheNodes) {
+  onnx::ModelProto model = ResidualCnn();
+  std::vector<Region> regions = BuildRegions(onnxio::InferShapes(&model), QuantizedNodes(model));
+  // ONNX Runtime's trace: two runs, times in microseconds; other categories are ignored.
+  const std::string trace = R"([
+    {"cat": "Session", "name": "model_run", "dur": 9000},
+    {"cat": "Node", "name": "c1_kernel_time", "dur": 1000}, {"cat": "Node", "name": "c1_kernel_time", "dur": 3000},
+    {"cat": "Node", "name": "r1_kernel_time", "dur": 200}, {"cat": "Node", "name": "c2_kernel_time", "dur": 4000},
+    {"cat": "Node", "name": "r2_kernel_time", "dur": 200}, {"cat": "Node", "name": "c3_kernel_time", "dur": 4000},
+    {"cat": "Node", "name": "add_kernel_time", "dur": 400}, {"cat": "Node", "name": "c4_kernel_time", "dur": 800},
+    {"cat": "Node", "name": "r4_kernel_time", "dur": 200}, {"cat": "Node", "name": "c1_fence_before", "dur": 5}])";
+  const auto ms = ParseNodeTimes(trace, 2);
+  EXPECT_DOUBLE_EQ(ms.at("c1"), 2.0);
+  EXPECT_DOUBLE_EQ(ms.at("add"), 0.2);
+  EXPECT_EQ(ms.count("c1_fence_before"), 0u);
+  ASSERT_TRUE(UseMeasuredCosts(ms, &regions));
+  std::map<std::string, double> cost;
+  for (const Region& r : regions) cost[r.core] = r.cost;
+  EXPECT_DOUBLE_EQ(cost.at("c1"), 2.1);  // c1 + r1
+  EXPECT_DOUBLE_EQ(cost.at("c3"), 2.2);  // c3 + add
+  EXPECT_DOUBLE_EQ(cost.at("c4"), 0.5);  // c4 + r4
+  // A profile that names almost none of the nodes (a fused graph) leaves the estimates alone.
+  std::vector<Region> estimated = BuildRegions(onnxio::InferShapes(&model), QuantizedNodes(model));
+  const double before = estimated.front().cost;
+  EXPECT_FALSE(UseMeasuredCosts({{"c1", 1.0}}, &estimated));
+  EXPECT_DOUBLE_EQ(estimated.front().cost, before);
 }
 
 TEST(Latency, SummaryHasMedianPercentilesAndMad) {
