@@ -52,6 +52,7 @@ SearchState::SearchState(std::string path, std::string fingerprint)
                 path_);
       return;
     }
+    if (j.contains("node_ms")) node_ms_ = j.at("node_ms").get<std::map<std::string, double>>();
     for (const auto& [key, value] : j.at("candidates").items()) {
       CandidateRecord r;
       if (value.contains("latency")) r.latency = FromJson(value.at("latency"));
@@ -92,6 +93,11 @@ void SearchState::PutDivergence(const std::string& key, double divergence) {
   Save();
 }
 
+void SearchState::PutNodeMs(std::map<std::string, double> node_ms) {
+  node_ms_ = std::move(node_ms);
+  Save();
+}
+
 void SearchState::Save() const {
   if (path_.empty()) return;
   nlohmann::json candidates = nlohmann::json::object();
@@ -103,7 +109,7 @@ void SearchState::Save() const {
     candidates[key] = c;
   }
   const nlohmann::json j = {{"format", kStateFormat}, {"version", 1}, {"fingerprint", fingerprint_},
-                            {"candidates", candidates}};
+                            {"node_ms", node_ms_}, {"candidates", candidates}};
   WriteFileAtomically(path_, j.dump(1) + "\n");
 }
 

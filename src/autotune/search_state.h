@@ -32,6 +32,10 @@ class SearchState {
   const CandidateRecord* Find(const std::string& key) const;
   void PutLatency(const std::string& key, const LatencySummary& latency);
   void PutDivergence(const std::string& key, double divergence);
+  // The FP32 model's per-node times (node_profile.h) that ordered the groups: kept so that a
+  // resumed search visits the groups in the same order and finds its candidates in the file.
+  const std::map<std::string, double>& node_ms() const { return node_ms_; }
+  void PutNodeMs(std::map<std::string, double> node_ms);
   int loaded_candidates() const { return loaded_; }
   const std::string& path() const { return path_; }
 
@@ -40,6 +44,7 @@ class SearchState {
   std::string path_;
   std::string fingerprint_;
   std::map<std::string, CandidateRecord> candidates_;
+  std::map<std::string, double> node_ms_;
   int loaded_ = 0;
 };
 

@@ -135,21 +135,6 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
     if (kept.empty()) log::Warn("autotune: no region matches --autotune_node_filter_list; nothing is tuned");
     regions = std::move(kept);
   }
-  // Per-region timing where the backend allows it: ONNX Runtime's profile of the FP32 model on the
-  // CPU gives each region's share of the time; otherwise (or if it fails) the estimate stays.
-  report->cost_source = "estimated";
-  if (settings.backend == "ort_cpu" && !regions.empty()) {
-    try {
-      TemporaryFolder profile_dir("ptqkit-profile-");
-      const auto times = autotune::ProfileNodeTimes(*in.fp32, in.feeds, settings.timing_runs, a.threads, profile_dir.path());
-      if (autotune::UseMeasuredCosts(times, &regions)) report->cost_source = "measured";
-    } catch (const Error& e) {
-      log::Warn("autotune: ONNX Runtime's profile of the FP32 model failed ({}); groups are ordered by estimated cost",
-                e.what());
-    }
-  }
-  const std::vector<autotune::RegionGroup> groups = autotune::GroupRegions(regions);
-
   std::string state_path = a.state_file;
   std::string pattern_path = a.pattern_cache_file;
   if (!a.output_dir.empty()) {
@@ -167,6 +152,25 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
               "search and make repeated runs fast)");
   }
   autotune::SearchState state(state_path, Fingerprint(*in.fp32, o, settings));
+  // Per-region timing where the backend allows it: ONNX Runtime's profile of the FP32 model on the
+  // CPU gives each region's share of the time (kept in the state file, so a resumed search visits
+  // the groups in the same order); otherwise, or if it fails, the estimate stays.
+  report->cost_source = "estimated";
+  if (settings.backend == "ort_cpu" && !regions.empty()) {
+    try {
+      if (state.node_ms().empty()) {
+        TemporaryFolder profile_dir("ptqkit-profile-");
+        state.PutNodeMs(
+            autotune::ProfileNodeTimes(*in.fp32, in.feeds, settings.timing_runs, a.threads, profile_dir.path()));
+      }
+      if (autotune::UseMeasuredCosts(state.node_ms(), &regions)) report->cost_source = "measured";
+    } catch (const Error& e) {
+      log::Warn("autotune: ONNX Runtime's profile of the FP32 model failed ({}); groups are ordered by estimated cost",
+                e.what());
+    }
+  }
+  const std::vector<autotune::RegionGroup> groups = autotune::GroupRegions(regions);
+
 
   autotune::SearchSettings ss;
   ss.schemes_per_region = settings.schemes_per_region;

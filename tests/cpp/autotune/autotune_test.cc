@@ -161,10 +161,12 @@ TEST(PlacementSearch, StateFileResumesWithoutTimingAgain) {
   CostSearch first;
   SearchState s1(path, "fingerprint-1");
   const SearchResult a = first.Run(SearchSettings{}, &s1);
+  s1.PutNodeMs({{"c1", 1.5}, {"add", 0.25}});  // the profile that ordered the groups
   ASSERT_TRUE(fs::exists(path));
   CostSearch second;
   SearchState s2(path, "fingerprint-1");
   EXPECT_EQ(s2.loaded_candidates(), a.timed);
+  EXPECT_EQ(s2.node_ms(), (std::map<std::string, double>{{"add", 0.25}, {"c1", 1.5}}));
   const SearchResult b = second.Run(SearchSettings{}, &s2);
   EXPECT_EQ(b.in_float, a.in_float);
   EXPECT_EQ(b.timed, 0);
