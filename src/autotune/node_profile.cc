@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "base/input_file.h"
@@ -11,20 +13,27 @@
 
 namespace ptqkit::autotune {
 
-std::map<std::string, double> ParseNodeTimes(const std::string& trace_json, int runs) {
+std::map<std::string, double> ParseNodeTimes(const std::string& trace_json) {
   const nlohmann::json trace = nlohmann::json::parse(trace_json, nullptr, /*allow_exceptions=*/false);
   if (!trace.is_array()) throw Error("ONNX Runtime's profile is not a JSON array of events", Error::Kind::kRuntime);
   static const std::string kSuffix = "_kernel_time";
-  std::map<std::string, double> ms;
+  std::map<std::string, std::vector<double>> runs;
   for (const auto& e : trace) {
     if (!e.is_object() || e.value("cat", "") != "Node" || !e.contains("dur")) continue;
     const std::string name = e.value("name", "");
     if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
       continue;
     }
-    ms[name.substr(0, name.size() - kSuffix.size())] += e.at("dur").get<double>() / 1000.0;
+    runs[name.substr(0, name.size() - kSuffix.size())].push_back(e.at("dur").get<double>() / 1000.0);
   }
-  for (auto& [node, total] : ms) total /= std::max(1, runs);
+  // The median over the runs: the first run's allocations and first touches land on the first
+  // nodes and would inflate their share.
+  std::map<std::string, double> ms;
+  for (auto& [node, t] : runs) {
+    std::sort(t.begin(), t.end());
+    const size_t n = t.size();
+    ms[node] = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  }
   return ms;
 }
 
@@ -44,7 +53,7 @@ std::map<std::string, double> ProfileNodeTimes(const onnx::ModelProto& model, co
     // The first run (allocations, first touch) is profiled too; it is one run in runs + 1.
     for (int i = 0; i <= runs; ++i) session.RunBatch(feeds, session.output_names(), sink);
     trace_path = session.EndProfiling();
-    times = ParseNodeTimes(ReadWholeInputFile(trace_path, "ONNX Runtime profile"), runs + 1);
+    times = ParseNodeTimes(ReadWholeInputFile(trace_path, "ONNX Runtime profile"));
   }
   std::error_code ec;
   std::filesystem::remove(trace_path, ec);

@@ -13,12 +13,13 @@
 
 namespace ptqkit::autotune {
 
-// Node name -> mean kernel time in milliseconds over runs + 1 profiled runs.
+// Node name -> median kernel time in milliseconds over runs + 1 profiled runs.
 // `work_dir` receives the trace file, which is deleted. Throws ptqkit::Error (kRuntime).
 std::map<std::string, double> ProfileNodeTimes(const onnx::ModelProto& model, const Batch& feeds, int runs, int threads,
                                                const std::string& work_dir);
 
-// Reads ONNX Runtime's Chrome-trace JSON: the "Node" events named "<node>_kernel_time".
-std::map<std::string, double> ParseNodeTimes(const std::string& trace_json, int runs);
+// Reads ONNX Runtime's Chrome-trace JSON: the "Node" events named "<node>_kernel_time", median
+// per node over the runs it holds.
+std::map<std::string, double> ParseNodeTimes(const std::string& trace_json);
 
 }  // namespace ptqkit::autotune

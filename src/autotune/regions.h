@@ -48,7 +48,8 @@ std::vector<Region> BuildRegions(const onnx::ModelProto& model, const std::vecto
 
 // Replaces each region's estimated cost by the measured time (ms) of its nodes — the core and its
 // tail, or the lone node — from `node_ms` (node_profile.h). Returns false and changes nothing when
-// the times miss more than a tenth of those nodes (a profile that does not name them).
+// the times miss more than a tenth of the cores and lone nodes (a profile that does not name them;
+// tail nodes may be missing, fused into their core).
 bool UseMeasuredCosts(const std::map<std::string, double>& node_ms, std::vector<Region>* regions);
 
 // Groups by signature, most costly group first (ties: by signature, so the order is deterministic).
