@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptqkit/autotune.h"
 #include "ptqkit/tensor.h"
 
 namespace ptqkit {
@@ -117,6 +118,10 @@ struct QuantizeOptions {
 
   // Called after each calibration batch with (batches done, total batches).
   std::function<void(int64_t, int64_t)> progress;
+
+  // Q/DQ placement searched for speed under the accuracy budget (ptqkit/autotune.h); off unless
+  // autotune.mode is set.
+  AutotuneOptions autotune;
 };
 
 // What quantization cost on one graph output, quantized vs FP32 on the same samples.
@@ -188,6 +193,7 @@ struct QuantizeReport {
   std::vector<std::string> execution_providers;
   LossReport loss;
   AccuracyBudgetReport accuracy_budget;
+  AutotuneReport autotune;
 };
 
 // Throws ptqkit::Error with a one-line message naming what is wrong.

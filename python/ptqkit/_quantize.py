@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 
 from ptqkit import _calibration, _ptqkit
@@ -56,6 +57,8 @@ def _as_text(spec: dict, value) -> list[str]:
             return os.fsdecode(os.fspath(v))
         raise TypeError(f"{name}: expected a string{' or path' if spec['is_path'] else ''}, got {v!r}")
 
+    if spec["implicit_value"] not in (None, "true") and isinstance(value, bool):
+        return [spec["implicit_value"] if value else "false"]  # autotune=True means --autotune alone
     if kind == "flag" or spec["implicit_value"] == "true":
         if isinstance(value, str):
             return [value]
@@ -91,6 +94,20 @@ def _as_text(spec: dict, value) -> list[str]:
     return [word(value)]
 
 
+# Options whose CLI value is a file of entries, which Python (as ModelOpt's) takes as a list.
+_LIST_IN_A_FILE = {"autotune_node_filter_list"}
+
+
+def _list_file(entries, name: str, folder: str) -> str:
+    path = os.path.join(folder, name + ".txt")
+    with open(path, "w", encoding="utf-8") as f:
+        for entry in entries:
+            if not isinstance(entry, str) or "\n" in entry:
+                raise TypeError(f"{name}: expected a list of strings without line breaks, got {entry!r}")
+            f.write(entry + "\n")
+    return path
+
+
 def _reader_arrays(reader, batch_axes) -> dict:
     """The batches of an ONNX Runtime CalibrationDataReader, joined per input."""
     import numpy as np
@@ -119,6 +136,12 @@ def quantize(onnx_path, quantize_mode: str = "int8", calibration_data=None, **op
     "accuracy_budget". Raises ptqkit.Error (a ValueError) with the library's message; nothing is
     written then.
     """
+    scratch = tempfile.TemporaryDirectory(prefix="ptqkit-")
+    with scratch:
+        return _quantize(onnx_path, quantize_mode, calibration_data, options, scratch.name)
+
+
+def _quantize(onnx_path, quantize_mode, calibration_data, options, scratch) -> dict:
     given: dict[str, list[str]] = {}
     python_objects = {"calibration_data": calibration_data}
     for key, value in options.items():
@@ -128,8 +151,11 @@ def quantize(onnx_path, quantize_mode: str = "int8", calibration_data=None, **op
         spec = _BY_NAME.get(key)
         if spec is None:
             raise TypeError(f"quantize() got an unexpected keyword argument {key!r}")
-        if value is not None:
-            given[spec["name"]] = _as_text(spec, value)
+        if value is None:
+            continue
+        if spec["name"] in _LIST_IN_A_FILE and not isinstance(value, (str, os.PathLike)):
+            value = _list_file(value, spec["name"], scratch)
+        given[spec["name"]] = _as_text(spec, value)
     given["onnx_path"] = _as_text(_BY_NAME["onnx_path"], onnx_path)
     given["quantize_mode"] = _as_text(_BY_NAME["quantize_mode"], quantize_mode)
 

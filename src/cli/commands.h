@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "options/option_spec.h"
+
 namespace ptqkit::cli {
 
 using Command = std::function<int()>;
@@ -16,5 +18,10 @@ Command RegisterExclude(CLI::App& app);
 Command RegisterSensitivity(CLI::App& app);
 Command RegisterCalibrate(CLI::App& app);
 Command RegisterOptions(CLI::App& app);
+Command RegisterAutotune(CLI::App& app);
+
+// Runs a parsed quantize command line (`ptqkit quantize` and `ptqkit autotune`): logging, the
+// quantization, the summary on stdout. Returns the exit code.
+int RunQuantizeCommand(options::QuantizeSettings& settings);
 
 }  // namespace ptqkit::cli

@@ -21,11 +21,13 @@ std::string HelpText(const options::OptionSpec& spec) {
 
 }  // namespace
 
-void AddOptionFlags(CLI::App* cmd, unsigned command, std::shared_ptr<options::QuantizeSettings> settings) {
+void AddOptionFlags(CLI::App* cmd, unsigned command, std::shared_ptr<options::QuantizeSettings> settings,
+                    const FlagSpelling& spelling) {
   std::vector<std::pair<const options::OptionSpec*, CLI::Option*>> flags;
   for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {
     if (!spec.cli || !(spec.commands & command)) continue;
-    const std::string name = fmt::format("--{}", spec.name);
+    const std::string name = spelling ? spelling(spec) : fmt::format("--{}", spec.name);
+    if (name.empty()) continue;
     CLI::Option* flag = nullptr;
     switch (spec.kind) {
       case options::Kind::kFlag:

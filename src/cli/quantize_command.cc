@@ -14,27 +14,29 @@
 
 namespace ptqkit::cli {
 
+int RunQuantizeCommand(options::QuantizeSettings& settings) {
+  QuantizeOptions& o = settings.options;
+  log::SetLevel(log::ParseLevel(settings.log_level));
+  if (!settings.log_file.empty()) {
+    // The log is opened before the run: keep it off every file the run reads or writes.
+    IoGuard files = QuantizeFiles(o, QuantizeOutputPath(o));
+    files.Output(settings.log_file, "--log_file");
+    files.Check();
+    log::SetFile(settings.log_file);
+  }
+  ProgressBar bar("calibrating");
+  o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+  const QuantizeReport report = Quantize(o);
+  o.progress = nullptr;
+  fmt::print("{}", FormatQuantizeSummary(report, o));
+  return 0;
+}
+
 Command RegisterQuantize(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Quantize an FP32 ONNX model (writes a new model with Q/DQ nodes)");
   auto settings = std::make_shared<options::QuantizeSettings>();
   AddOptionFlags(cmd, options::kQuantize, settings);
-  return [settings]() {
-    QuantizeOptions& o = settings->options;
-    log::SetLevel(log::ParseLevel(settings->log_level));
-    if (!settings->log_file.empty()) {
-      // The log is opened before the run: keep it off every file the run reads or writes.
-      IoGuard files = QuantizeFiles(o, QuantizeOutputPath(o));
-      files.Output(settings->log_file, "--log_file");
-      files.Check();
-      log::SetFile(settings->log_file);
-    }
-    ProgressBar bar("calibrating");
-    o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
-    const QuantizeReport report = Quantize(o);
-    o.progress = nullptr;
-    fmt::print("{}", FormatQuantizeSummary(report, o));
-    return 0;
-  };
+  return [settings]() { return RunQuantizeCommand(*settings); };
 }
 
 }  // namespace ptqkit::cli

@@ -33,6 +33,7 @@ int RunCommandLine(int argc, const char* const* argv) {
   const Command sensitivity = RegisterSensitivity(app);
   const Command calibrate = RegisterCalibrate(app);
   const Command options = RegisterOptions(app);
+  const Command autotune = RegisterAutotune(app);
   try {
     std::vector<std::string> args = options::ExpandResponseFiles(argc, argv);
     args.insert(args.begin(), argc > 0 ? argv[0] : "ptqkit");
@@ -55,6 +56,7 @@ int RunCommandLine(int argc, const char* const* argv) {
     if (app.got_subcommand("sensitivity")) return sensitivity();
     if (app.got_subcommand("calibrate")) return calibrate();
     if (app.got_subcommand("options")) return options();
+    if (app.got_subcommand("autotune")) return autotune();
     return 2;
   } catch (const Error& e) {
     return Fail(1, e.what());

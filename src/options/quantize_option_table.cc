@@ -10,6 +10,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "options/autotune_option_table.h"
 #include "options/option_builders.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -308,18 +309,8 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Refused("target_dla", Kind::kFlag,
                       "ptqkit does not target DLA: DLA wants Q/DQ on every tensor, which costs accuracy on GPU "
                       "engines; use --op_types_to_quantize with the op types your DLA build runs"));
-  // Autotune (ModelOpt's --autotune and --autotune_*): not built yet.
-  for (const char* name : {"autotune_output_dir", "autotune_schemes_per_region", "autotune_pattern_cache",
-                           "autotune_qdq_baseline", "autotune_state_file", "autotune_node_filter_list",
-                           "autotune_timing_cache", "autotune_warmup_runs",
-                           "autotune_timing_runs", "autotune_trtexec_args"}) {
-    t.push_back(Refused(name, Kind::kText, "ptqkit has no autotune yet; quantize with the default placement"));
-  }
-  t.push_back(Refused("autotune", Kind::kText, "ptqkit has no autotune yet; quantize with the default placement"));
-  t.back().implicit_value = "default";
-  for (const char* name : {"autotune_verbose", "autotune_use_trtexec"}) {
-    t.push_back(Refused(name, Kind::kFlag, "ptqkit has no autotune yet; quantize with the default placement"));
-  }
+  // Autotune: --autotune [quick|default|extensive] and the --autotune_* flags (autotune_option_table.cc).
+  AddAutotuneOptions(t);
   return t;
 }
 

@@ -20,6 +20,8 @@
 #include "onnx/onnx_library.h"
 #include "accuracy/output_agreement.h"
 #include "accuracy/accuracy_budget.h"
+#include "autotune/presets.h"
+#include "pipeline/autotune_placement.h"
 #include "pipeline/activation_capture.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
@@ -117,6 +119,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   CheckModelOptOptions(o);
+  autotune::CheckAutotuneOptions(o.autotune, o.quantize_mode);
   std::error_code ec;
   const fs::path dir = fs::path(output).parent_path().empty() ? fs::path(".") : fs::path(output).parent_path();
   if (!fs::is_directory(dir, ec)) {
@@ -278,6 +281,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     UseCalibrationSamples(&*data, split);
     CaptureRequest request;
     request.tensors = plan->ActivationTensors();
+    // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
+    // input): calibrate those tensors too, in the same pass.
+    if (!o.autotune.mode.empty()) {
+      request.tensors = AutotuneCalibrationTensors(model, PlacementFor(o), *plan);
+    }
     request.histograms = method != calib::Method::kMax;
     request.batch_size = data->batch_size;
     request.num_batches = data->num_batches;
@@ -340,6 +348,58 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
   }
 
+  std::vector<std::string> autotune_exclusions;
+  if (!o.autotune.mode.empty()) {
+    if (!data || split.eval_count == 0) {
+      throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
+                  "(--eval_samples > 0): every candidate's accuracy is checked on them");
+    }
+    AutotuneInputs in;
+    in.options = &o;
+    in.fp32 = &model;
+    in.build = [&](const std::vector<std::string>& in_float) {
+      onnx::ModelProto candidate = model;
+      PlacementOptions po = PlacementFor(o);
+      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
+      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
+      std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
+      po.matched_selectors = &matched;
+      ModelPlacement p(&candidate, po);
+      for (const auto& [tensor, why] : drops) p.DropTensor(tensor, why);
+      DropUncalibrated(&p, table);
+      p.Rewrite(p.Ranges(TensorRanges(p, table, method, o.percentile, format.grid)), rewrite);
+      QuantizeReport scratch;
+      ConvertPrecision(&candidate, o, &scratch);
+      return candidate;
+    };
+    const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
+    // With the caller's scorer (Python's accuracy_eval) the budget is a drop of its score, as in
+    // the budget search.
+    const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
+    in.divergence = [&](const onnx::ModelProto& candidate) {
+      if (o.accuracy_eval) {
+        TemporaryFolder folder("ptqkit-autotune-");
+        onnxio::SaveModel(candidate, folder.path() + "/candidate.onnx");
+        return fp32_score - o.accuracy_eval(folder.path() + "/candidate.onnx");
+      }
+      return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data->set, eval_range, eval_runtime));
+    };
+    in.divergence_metric = o.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric);
+    in.quantized_nodes = plan->QuantizedNodes();
+    in.feeds = data->set.ReadBatch(0, data->batch_size);
+    autotune_exclusions = AutotunePlacement(in, &report.autotune);
+    if (!autotune_exclusions.empty()) {
+      PlacementOptions po = PlacementFor(o);
+      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
+      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), autotune_exclusions.begin(), autotune_exclusions.end());
+      std::set<std::string> matched;  // the run's own plan already warned about the user's selectors
+      po.matched_selectors = &matched;
+      plan = std::make_unique<ModelPlacement>(&model, po);
+      for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
+      DropUncalibrated(plan.get(), table);
+    }
+  }
+
   std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, format.grid);
   for (const auto& tensor : plan->ActivationTensors()) {  // amax = scale * the grid's largest value
     auto it = trt_scales.find(tensor);
@@ -351,11 +411,15 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   for (auto& [node, why] : report.left_in_float) {
     if (std::find(budget_exclusions.begin(), budget_exclusions.end(), node) != budget_exclusions.end()) {
       why = "kept in float by --accuracy_budget";
+    } else if (std::find(autotune_exclusions.begin(), autotune_exclusions.end(), node) != autotune_exclusions.end()) {
+      why = report.autotune.gate_passed ? "kept in float by --autotune (faster)"
+                                        : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
     }
   }
   const RewriteStats stats = plan->Rewrite(amax, rewrite);
   report.qdq_pairs = stats.qdq_pairs;
-  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !budget_exclusions.empty();
+  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() ||
+                             !budget_exclusions.empty() || !autotune_exclusions.empty();
   if (stats.qdq_pairs == 0 && user_excluded) {
     log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
   } else if (stats.qdq_pairs == 0) {

@@ -41,6 +41,38 @@ void AppendBudget(std::string& out, const AccuracyBudgetReport& b) {
   for (const auto& node : b.excluded_nodes) fmt::format_to(it, "  kept in float: {}\n", node);
 }
 
+void AppendAutotune(std::string& out, const AutotuneReport& r) {
+  if (!r.used) return;
+  auto it = std::back_inserter(out);
+  const auto line = [&](const char* what, const LatencySummary& s) {
+    fmt::format_to(it, "  {:<18} {:9.3f} ms median (p10 {:.3f}, p90 {:.3f}, MAD {:.3f}; {} runs)\n", what, s.median_ms,
+                   s.p10_ms, s.p90_ms, s.mad_ms, s.runs);
+  };
+  fmt::format_to(it,
+                 "autotune ({}, backend {}, {} warm-up + {} timed runs): {} candidate(s) timed, {} from the state "
+                 "file, {} pruned, {:.1f} s\n",
+                 r.mode, r.backend, r.warmup_runs, r.timing_runs, r.candidates_timed, r.candidates_from_state,
+                 r.candidates_pruned, r.search_seconds);
+  line("FP32", r.fp32);
+  line("rules' placement", r.default_placement);
+  line("autotuned", r.autotuned);
+  line("gate: FP32", r.gate_fp32);
+  line("gate: autotuned", r.gate_autotuned);
+  fmt::format_to(it, "  speedup vs FP32 (gate) {:.3f}x: {}\n", r.speedup_vs_fp32,
+                 r.gate_passed ? "kept" : "below --autotune_min_speedup, the output has NO Q/DQ");
+  fmt::format_to(it, "  {} divergence: rules' placement {:.6g}, autotuned {:.6g}{}\n", r.divergence_metric,
+                 r.divergence_default, r.divergence_autotuned,
+                 r.budget >= 0 ? fmt::format(" (budget {})", r.budget) : "");
+  fmt::format_to(it, "  groups ordered by {} cost (share of {}):\n", r.cost_source,
+                 r.cost_source == "measured" ? "the FP32 model's time" : "multiply-accumulates");
+  for (const auto& g : r.groups) {
+    if (g.scheme == "quantize" && g.why != "searched") continue;
+    fmt::format_to(it, "  {:>5.1f}%  {:<9} x{:<3} {}  [{}]\n", 100 * g.cost_share, g.scheme, g.regions,
+                   g.signature.size() > 70 ? g.signature.substr(0, 67) + "..." : g.signature, g.why);
+  }
+  if (!r.state_file.empty()) fmt::format_to(it, "  state file: {}\n", r.state_file);
+}
+
 }  // namespace
 
 std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions& o) {
@@ -68,6 +100,7 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());
   for (const auto& [node, why] : r.left_in_float) fmt::format_to(it, "  {:<{}}  {}\n", node, width, why);
   AppendBudget(out, r.accuracy_budget);
+  AppendAutotune(out, r.autotune);
   AppendLoss(out, r.loss);
   fmt::format_to(it, "total: {:.3f} s\n", r.total_seconds);
   return out;

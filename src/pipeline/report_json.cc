@@ -79,6 +79,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["execution_providers"] = r.execution_providers;
   j["loss"] = LossReportToJson(r.loss);
   j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
+  j["autotune"] = AutotuneReportToJson(r.autotune);
   return j;
 }
 

@@ -11,6 +11,8 @@ namespace ptqkit {
 
 nlohmann::ordered_json LossReportToJson(const LossReport& loss);
 nlohmann::ordered_json AccuracyBudgetToJson(const AccuracyBudgetReport& budget);
+// Defined in pipeline/autotune_report_json.cc.
+nlohmann::ordered_json AutotuneReportToJson(const AutotuneReport& autotune);
 nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& report);
 
 }  // namespace ptqkit

@@ -51,9 +51,24 @@ std::string OneLine(const char* message) {
   return text;
 }
 
+// --calibration_eps falls back to the next provider (the CPU last, as ONNX Runtime does, and as
+// ModelOpt, whose default list is "cpu cuda:0 trt"): scales do not depend on where the model ran,
+// only the speed does. The warning says what was not found, once per provider and process (the
+// budget search and probes open many sessions).
+void WarnProviderMissing(const std::string& ep, const std::string& why) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!warned.insert(ep).second) return;
+  log::Warn("--calibration_eps {}: no GPU / {} found: {}; running on the next provider listed (the CPU last) instead. "
+            "GPU calibration needs an NVIDIA GPU and the GPU runtime (scripts/setup --gpu, then its ONNX Runtime first "
+            "on LD_LIBRARY_PATH)",
+            ep, ep == "trt" ? "TensorRT" : "CUDA", why);
+}
+
 bool AddCuda(Ort::SessionOptions* so, const std::string& ep) {
   if (!Offered("CUDAExecutionProvider")) {
-    log::Warn("execution provider '{}' is not available in this ONNX Runtime build; skipped", ep);
+    WarnProviderMissing(ep, "the ONNX Runtime loaded has no CUDA execution provider");
     return false;
   }
   try {
@@ -62,14 +77,14 @@ bool AddCuda(Ort::SessionOptions* so, const std::string& ep) {
     so->AppendExecutionProvider_CUDA(cuda);
     return true;
   } catch (const Ort::Exception& e) {
-    log::Warn("execution provider '{}' could not be loaded ({}); skipped", ep, OneLine(e.what()));
+    WarnProviderMissing(ep, fmt::format("its CUDA execution provider could not be loaded ({})", OneLine(e.what())));
     return false;
   }
 }
 
 bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugins) {
   if (!Offered("TensorrtExecutionProvider")) {
-    log::Warn("execution provider 'trt' is not available in this ONNX Runtime build; skipped");
+    WarnProviderMissing("trt", "the ONNX Runtime loaded has no TensorRT execution provider");
     return false;
   }
   const auto& api = Ort::GetApi();
@@ -88,7 +103,7 @@ bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugin
     so->AppendExecutionProvider_TensorRT_V2(*trt);
     return true;
   } catch (const Ort::Exception& e) {
-    log::Warn("execution provider 'trt' could not be loaded ({}); skipped", OneLine(e.what()));
+    WarnProviderMissing("trt", fmt::format("its TensorRT execution provider could not be loaded ({})", OneLine(e.what())));
     return false;
   }
 }
@@ -148,6 +163,7 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     so.SetInterOpNumThreads(1);
     so.SetExecutionMode(ORT_SEQUENTIAL);
     if (options.basic_optimizations_only) so.SetGraphOptimizationLevel(ORT_ENABLE_BASIC);
+    if (!options.profile_file_prefix.empty()) so.EnableProfiling(options.profile_file_prefix.c_str());
     for (const auto& ep : options.execution_providers) {
       CheckExecutionProviderName(ep);
       const bool added = ep == "cpu" || (ep == "trt" ? AddTensorRt(&so, options.trt_plugins) : AddCuda(&so, ep));
@@ -198,6 +214,15 @@ InferenceSession::~InferenceSession() = default;
 const std::vector<std::string>& InferenceSession::input_names() const { return impl_->inputs; }
 const std::vector<std::string>& InferenceSession::output_names() const { return impl_->outputs; }
 const std::vector<std::string>& InferenceSession::providers() const { return impl_->providers; }
+
+std::string InferenceSession::EndProfiling() {
+  try {
+    Ort::AllocatorWithDefaultOptions alloc;
+    return impl_->session->EndProfilingAllocated(alloc).get();
+  } catch (const Ort::Exception& e) {
+    throw Error(fmt::format("ONNX Runtime could not end profiling: {}", OneLine(e.what())), Error::Kind::kRuntime);
+  }
+}
 
 DataType InferenceSession::OutputType(const std::string& name) const {
   auto it = impl_->output_types.find(name);

@@ -25,6 +25,9 @@ struct RuntimeOptions {
   // Only ONNX Runtime's basic graph optimizations. Needed for FP8 Q/DQ models on the CPU provider:
   // its extended-level fusions (seen in 1.30 and 1.32) compute wrong results on them.
   bool basic_optimizations_only = false;
+  // Non-empty: ONNX Runtime's profiler records every node's kernel time into a trace file whose
+  // name starts with this path (autotune's per-region timing); InferenceSession::EndProfiling.
+  std::string profile_file_prefix = {};
 };
 
 // Parses and checks an EP name; throws ptqkit::Error for anything but cpu, cuda[:N], trt.
@@ -68,6 +71,9 @@ class InferenceSession {
                 const std::function<void(const std::vector<OutputView>&)>& sink);
   // Convenience: runs and returns copies of the outputs, in the order asked.
   std::vector<HostTensor> Run(const Batch& feeds, const std::vector<std::string>& outputs);
+
+  // With RuntimeOptions::profile_file_prefix: stops profiling and returns the trace file's path.
+  std::string EndProfiling();
 
   // The providers actually in use after skipping unavailable ones, e.g. {"cpu"}.
   const std::vector<std::string>& providers() const;

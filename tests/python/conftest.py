@@ -24,7 +24,9 @@ import models
 REPO = Path(__file__).resolve().parents[2]
 
 # Flags whose value is a file ptqkit writes (so it may legitimately change).
-OUTPUT_FLAGS = {"--output_path", "--save_calibration_cache", "--log_file", "--report_json", "--report_html"}
+OUTPUT_FLAGS = {"--output_path", "--save_calibration_cache", "--log_file", "--report_json", "--report_html",
+                "--autotune_state_file", "--autotune_output_dir", "--autotune_pattern_cache",
+                "--state_file", "--output_dir", "--pattern_cache"}
 
 
 def pytest_addoption(parser):
