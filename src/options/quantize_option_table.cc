@@ -142,8 +142,11 @@ std::vector<OptionSpec> BuildTable() {
                     return fmt::format("{}", fmt::join(entries, " "));
                   })
                   .Details("One JSON object of string options per --calibration_eps entry, in order (ModelOpt's "
-                           "form, e.g. `nv_profile_min_shapes`); each is passed to that provider as its options. The "
-                           "CPU provider takes none, so an object for `cpu` must be empty."));
+                           "form). The `trt` entry is passed to ONNX Runtime's TensorRT provider as its options "
+                           "(`trt_profile_min_shapes`, `trt_profile_opt_shapes`, `trt_profile_max_shapes`, ...); the "
+                           "other providers take none, so their objects must be empty. ModelOpt's TensorRT-RTX keys "
+                           "(`nv_profile_*`) have no provider here.")
+                  .ModelOptDifference("only the trt entry may hold options (ptqkit has no TensorRT-RTX provider)"));
   t.push_back(Text("intra_op_num_threads", nullptr, "ONNX Runtime threads (0 = its default)")
                   .Metavar("N").Int32(0, 6, &QuantizeOptions::intra_op_num_threads).Commands(kBoth).PythonNone()
                   .DefaultDoc("ONNX Runtime's default").Details(R"(results do not depend on it)"));

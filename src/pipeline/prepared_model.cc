@@ -59,6 +59,9 @@ DataRequest CalibrationRequest(const QuantizeOptions& o) {
 
 RuntimeOptions Runtime(const QuantizeOptions& o) {
   RuntimeOptions r{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+  for (size_t k = 0; k < o.input_shapes_profile.size() && k < o.calibration_eps.size(); ++k) {
+    r.provider_options[o.calibration_eps[k]] = o.input_shapes_profile[k];
+  }
   // Plugins run only in TensorRT: as in ModelOpt, giving them puts the trt provider first.
   if (!o.trt_plugins.empty() && std::find(r.execution_providers.begin(), r.execution_providers.end(), "trt") ==
                                     r.execution_providers.end()) {

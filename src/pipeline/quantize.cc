@@ -62,10 +62,10 @@ void CheckModelOptOptions(const QuantizeOptions& o) {
                               o.calibration_eps.size()));
     }
     for (size_t k = 0; k < o.calibration_eps.size(); ++k) {
-      if (o.calibration_eps[k] == "cpu" && !o.input_shapes_profile[k].empty()) {
-        throw Error(fmt::format("--input_shapes_profile entry {} is for the cpu provider, which takes no shape "
-                                "profile: make it {{}}",
-                                k));
+      if (o.calibration_eps[k] != "trt" && !o.input_shapes_profile[k].empty()) {
+        throw Error(fmt::format("--input_shapes_profile entry {} is for the {} provider, which takes no shape "
+                                "profile (only trt does): make it {{}}",
+                                k, o.calibration_eps[k]));
       }
     }
   }

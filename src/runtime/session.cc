@@ -82,7 +82,8 @@ bool AddCuda(Ort::SessionOptions* so, const std::string& ep) {
   }
 }
 
-bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugins) {
+bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugins,
+                 const std::map<std::string, std::string>& extra) {
   if (!Offered("TensorrtExecutionProvider")) {
     WarnProviderMissing("trt", "the ONNX Runtime loaded has no TensorRT execution provider");
     return false;
@@ -100,12 +101,23 @@ bool AddTensorRt(Ort::SessionOptions* so, const std::vector<std::string>& plugin
       const char* value = joined.c_str();
       Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt.get(), &key, &value, 1));
     }
+    // --input_shapes_profile's entry for trt (its trt_profile_*_shapes, ...), as TensorRT's own keys.
+    for (const auto& [k, v] : extra) {
+      const char* key = k.c_str();
+      const char* value = v.c_str();
+      Ort::ThrowOnError(api.UpdateTensorRTProviderOptions(trt.get(), &key, &value, 1));
+    }
     so->AppendExecutionProvider_TensorRT_V2(*trt);
     return true;
   } catch (const Ort::Exception& e) {
     WarnProviderMissing("trt", fmt::format("its TensorRT execution provider could not be loaded ({})", OneLine(e.what())));
     return false;
   }
+}
+
+std::map<std::string, std::string> TrtProviderOptions(const RuntimeOptions& options) {
+  auto it = options.provider_options.find("trt");
+  return it == options.provider_options.end() ? std::map<std::string, std::string>{} : it->second;
 }
 
 }  // namespace
@@ -166,7 +178,7 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
     if (!options.profile_file_prefix.empty()) so.EnableProfiling(options.profile_file_prefix.c_str());
     for (const auto& ep : options.execution_providers) {
       CheckExecutionProviderName(ep);
-      const bool added = ep == "cpu" || (ep == "trt" ? AddTensorRt(&so, options.trt_plugins) : AddCuda(&so, ep));
+      const bool added = ep == "cpu" || (ep == "trt" ? AddTensorRt(&so, options.trt_plugins, TrtProviderOptions(options)) : AddCuda(&so, ep));
       if (added) impl_->providers.push_back(ep);
     }
     if (std::find(impl_->providers.begin(), impl_->providers.end(), "cpu") == impl_->providers.end()) {

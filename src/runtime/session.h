@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct RuntimeOptions {
   // Only ONNX Runtime's basic graph optimizations. Needed for FP8 Q/DQ models on the CPU provider:
   // its extended-level fusions (seen in 1.30 and 1.32) compute wrong results on them.
   bool basic_optimizations_only = false;
+  // Provider options by --calibration_eps name (--input_shapes_profile): today the trt entry, passed
+  // to ONNX Runtime's TensorRT provider as its own option keys.
+  std::map<std::string, std::map<std::string, std::string>> provider_options;
   // Non-empty: ONNX Runtime's profiler records every node's kernel time into a trace file whose
   // name starts with this path (autotune's per-region timing); InferenceSession::EndProfiling.
   std::string profile_file_prefix = {};
