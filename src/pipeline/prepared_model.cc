@@ -58,7 +58,10 @@ DataRequest CalibrationRequest(const QuantizeOptions& o) {
 }
 
 RuntimeOptions Runtime(const QuantizeOptions& o) {
-  RuntimeOptions r{o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
+  RuntimeOptions r;
+  r.execution_providers = o.calibration_eps;
+  r.trt_plugins = o.trt_plugins;
+  r.intra_op_threads = o.intra_op_num_threads;
   for (size_t k = 0; k < o.input_shapes_profile.size() && k < o.calibration_eps.size(); ++k) {
     r.provider_options[o.calibration_eps[k]] = o.input_shapes_profile[k];
   }

@@ -28,7 +28,7 @@ struct RuntimeOptions {
   bool basic_optimizations_only = false;
   // Provider options by --calibration_eps name (--input_shapes_profile): today the trt entry, passed
   // to ONNX Runtime's TensorRT provider as its own option keys.
-  std::map<std::string, std::map<std::string, std::string>> provider_options;
+  std::map<std::string, std::map<std::string, std::string>> provider_options = {};
   // Non-empty: ONNX Runtime's profiler records every node's kernel time into a trace file whose
   // name starts with this path (autotune's per-region timing); InferenceSession::EndProfiling.
   std::string profile_file_prefix = {};
