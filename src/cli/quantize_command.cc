@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "base/log.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "cli/progress_bar.h"

@@ -14,7 +14,7 @@
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/model_output.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
 #include "runtime/session.h"

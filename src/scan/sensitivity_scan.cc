@@ -10,13 +10,13 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "pipeline/activation_capture.h"
-#include "pipeline/prepared_model.h"
-#include "pipeline/probe_cut.h"
-#include "pipeline/probe_eval.h"
-#include "pipeline/probe_merge.h"
-#include "pipeline/run_digests.h"
-#include "pipeline/sensitivity_shard.h"
+#include "runtime/activation_capture.h"
+#include "runtime/prepared_model.h"
+#include "scan/probe_cut.h"
+#include "scan/probe_eval.h"
+#include "scan/probe_merge.h"
+#include "data/run_digests.h"
+#include "scan/sensitivity_shard.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "quant/formats.h"
@@ -141,7 +141,7 @@ calib::CalibrationTable LoadTableFor(const SensitivityOptions& o, const std::str
   return table;
 }
 
-// Everything a shard's scores depend on besides its slice (shard/fingerprint.h).
+// Everything a shard's scores depend on besides its slice (scan/fingerprint.h).
 shard::Fingerprint ScanFingerprint(const SensitivityOptions& o, const std::string& model_digest,
                                    const CalibrationData& data, const EvalBatches& eval, int64_t num_targets) {
   return {{"ptqkit_version", PTQKIT_VERSION},

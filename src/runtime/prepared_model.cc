@@ -1,4 +1,4 @@
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "pipeline/model_inputs.h"
+#include "runtime/model_inputs.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
