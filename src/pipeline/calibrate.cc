@@ -27,7 +27,7 @@ std::string Join(const std::vector<std::string>& items) {
 }
 
 PlacementOptions PlanOptions(const QuantizeOptions& o, const QuantFormat& format) {
-  return {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format};
+  return {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format, o.dq_only};
 }
 
 }  // namespace

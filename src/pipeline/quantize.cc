@@ -125,7 +125,8 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   };
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     onnx::ModelProto candidate = model;
-    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format};
+    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format,
+                        o.dq_only};
     po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
     std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
     po.matched_selectors = &matched;
@@ -205,7 +206,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.output_opset = onnxio::DefaultOpset(model);
   auto plan = std::make_unique<ModelPlacement>(
       &model,
-      PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format});
+      PlacementOptions{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, &format,
+                       o.dq_only});
 
   calib::CalibrationTable table;
   const auto calib_start = Clock::now();
@@ -278,7 +280,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
       PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
-                          &format};
+                          &format, o.dq_only};
       po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
       plan = std::make_unique<ModelPlacement>(&model, po);
       for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);

@@ -26,7 +26,7 @@ std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int
   if (node.input_size() < 2) return "has no weight input";
   const onnx::TensorProto* w = index.Constant(node.input(1));
   if (w == nullptr) return "weight (input B) is not a constant";
-  if (index.IsGraphInput(node.input(1))) return "weight is also a graph input (a caller may override it)";
+  if (std::string why = WhyNotReplaceable(index, node.input(1)); !why.empty()) return why;
   if (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16) {
     return fmt::format("weight type {} is not float32/float16", w->data_type());
   }
@@ -466,14 +466,10 @@ class Int4Rewriter {
       inputs.push_back(Fresh(name + "_zero_point"));
       AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
     }
-    onnx::NodeProto dq;
-    dq.set_op_type("DequantizeLinear");
-    dq.set_name(Fresh(name + "_DequantizeLinear"));
-    for (const auto& i : inputs) dq.add_input(i);
+    const std::string dq_name = Fresh(name + "_DequantizeLinear");
     const std::string out = Fresh(name + "_DequantizeLinear_Output");
-    dq.add_output(out);
-    AddIntAttr(&dq, "axis", axis);
-    AddIntAttr(&dq, "block_size", layout.block);
+    onnx::NodeProto dq =
+        GraphEditor::MakeNode("DequantizeLinear", dq_name, inputs, out, {{"axis", axis}, {"block_size", layout.block}});
     int first = targets.front()->node;
     for (const auto* t : targets) first = std::min(first, t->node);
     editor_.InsertBefore(first, std::move(dq));
@@ -489,15 +485,10 @@ class Int4Rewriter {
     const std::string inv_name = Fresh(name + "_awq_lite_inv_scale");
     AddInit(inv_name, type, {q.layout.k}, ScaleBytes(q.activation_scales, half));
     for (const auto* t : targets) {
-      onnx::NodeProto mul;
-      mul.set_op_type("Mul");
       const std::string& consumer = index_.node(t->node).name();
-      mul.set_name(Fresh((consumer.empty() ? name : consumer) + "_awq_lite_Mul"));
-      mul.add_input(t->activation);
-      mul.add_input(inv_name);
+      const std::string mul_name = Fresh((consumer.empty() ? name : consumer) + "_awq_lite_Mul");
       const std::string out = Fresh(t->activation + "_awq_lite_scaled");
-      mul.add_output(out);
-      editor_.InsertBefore(t->node, std::move(mul));
+      editor_.InsertBefore(t->node, GraphEditor::MakeNode("Mul", mul_name, {t->activation, inv_name}, out));
       activation_rewires_.emplace_back(t->node, out);
       stats_.scale_muls += 1;
     }
@@ -514,43 +505,15 @@ class Int4Rewriter {
   }
 
   void AddInit(const std::string& name, int32_t type, const std::vector<int64_t>& dims, const std::string& bytes) {
-    auto* t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (auto d : dims) t->add_dims(d);
-    t->set_raw_data(bytes);
-  }
-
-  static void AddIntAttr(onnx::NodeProto* n, const std::string& name, int64_t value) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(value);
+    editor_.AddInitializer(name, type, dims, bytes);
   }
 
   // Float weights that nothing reads any more (initializer or Constant node, and their value_info).
   template <typename Groups>
   void DropUnused(const Groups& groups) {
-    std::set<std::string> used;
-    for (const auto& n : graph_->node())
-      for (const auto& i : n.input()) used.insert(i);
-    for (const auto& o : graph_->output()) used.insert(o.name());
-    std::set<std::string> dead;
-    for (const auto& [key, targets] : groups) {
-      if (!used.count(key.first)) dead.insert(key.first);
-    }
-    auto* inits = graph_->mutable_initializer();
-    inits->erase(std::remove_if(inits->begin(), inits->end(), [&](const onnx::TensorProto& t) { return dead.count(t.name()) > 0; }),
-                 inits->end());
-    auto* nodes = graph_->mutable_node();
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
-                                [&](const onnx::NodeProto& n) {
-                                  return n.op_type() == "Constant" && n.output_size() == 1 && dead.count(n.output(0)) > 0;
-                                }),
-                 nodes->end());
-    auto* infos = graph_->mutable_value_info();
-    infos->erase(std::remove_if(infos->begin(), infos->end(), [&](const onnx::ValueInfoProto& v) { return dead.count(v.name()) > 0; }),
-                 infos->end());
+    std::set<std::string> replaced;
+    for (const auto& [key, targets] : groups) replaced.insert(key.first);
+    editor_.RemoveUnread(replaced);
   }
 
   onnx::GraphProto* graph_;
