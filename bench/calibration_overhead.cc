@@ -20,8 +20,8 @@
 #include "calib/scale_search.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
-#include "pipeline/activation_capture.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/activation_capture.h"
+#include "runtime/prepared_model.h"
 #include "quant/placement.h"
 #include "runtime/session.h"
 

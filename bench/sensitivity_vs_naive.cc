@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "base/log.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "ptqkit/quantize.h"
 #include "ptqkit/sensitivity.h"
 #include "runtime/session.h"

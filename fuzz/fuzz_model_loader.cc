@@ -9,7 +9,7 @@
 #include "onnx/graph_cycles.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
-#include "pipeline/model_inputs.h"
+#include "runtime/model_inputs.h"
 #include "ptqkit/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

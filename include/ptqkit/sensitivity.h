@@ -43,7 +43,7 @@ struct SensitivityOptions {
   // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
   std::string calibration_cache;
   // Score only targets i with i % shard_count == shard_index (see ScoreSensitivityShard in
-  // pipeline/sensitivity_shard.h); ScoreSensitivity() requires shard_count == 1.
+  // scan/sensitivity_shard.h); ScoreSensitivity() requires shard_count == 1.
   int64_t shard_index = 0;
   int64_t shard_count = 1;
   std::function<void(int64_t, int64_t)> progress;           // (probes done, probes total)

@@ -23,7 +23,7 @@ struct CalibrationTable {
   // Tensor name -> statistics (whose name() equals the key).
   std::map<std::string, TensorStatistics> tensors;
   // What the statistics were computed from (`ptqkit calibrate` fills it: ptqkit version, model and
-  // data digests, ...; see shard/fingerprint.h), so a reader can refuse a table of another model.
+  // data digests, ...; see scan/fingerprint.h), so a reader can refuse a table of another model.
   // Empty for tables written by `quantize --save_calibration_cache`; then no "source" key is written.
   std::map<std::string, std::string> source;
 

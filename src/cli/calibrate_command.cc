@@ -19,7 +19,7 @@
 #include "pipeline/calibrate.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "shard/calibration_part.h"
+#include "scan/calibration_part.h"
 
 namespace ptqkit::cli {
 namespace {

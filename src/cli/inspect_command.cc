@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
-#include "pipeline/model_inputs.h"
+#include "runtime/model_inputs.h"
 
 namespace ptqkit::cli {
 namespace {

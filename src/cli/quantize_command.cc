@@ -5,10 +5,11 @@
 
 #include "base/io_guard.h"
 #include "base/log.h"
+#include "runtime/prepared_model.h"
 #include "cli/commands.h"
 #include "cli/option_flags.h"
 #include "cli/progress_bar.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "pipeline/quantize_summary.h"
 #include "ptqkit/quantize.h"
 

@@ -8,14 +8,14 @@
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "cli/progress_bar.h"
-#include "pipeline/sensitivity_shard.h"
+#include "scan/sensitivity_shard.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
 #include "sensitivity/ranking_text.h"
 #include "sensitivity/scan_outputs.h"
 #include "sensitivity/scores_file.h"
-#include "shard/sensitivity_part.h"
+#include "scan/sensitivity_part.h"
 
 namespace ptqkit::cli {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "ptqkit/quantize.h"
 #include "ptqkit/sensitivity.h"
-#include "shard/calibration_part.h"
+#include "scan/calibration_part.h"
 
 namespace ptqkit {
 

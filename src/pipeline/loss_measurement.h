@@ -11,7 +11,7 @@
 #include "calib/calibration_table.h"
 #include "calib/method.h"
 #include "accuracy/output_agreement.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "ptqkit/quantize.h"
 
 namespace ptqkit {

@@ -5,7 +5,8 @@
 #include "base/log.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "pipeline/model_inputs.h"
+#include "quant/formats.h"
+#include "runtime/model_inputs.h"
 #include "pipeline/simplify.h"
 #include "ptqkit/error.h"
 
@@ -54,6 +55,18 @@ void RaiseOpset(int64_t requested, int64_t mode_min_opset, onnx::ModelProto* mod
 }
 
 }  // namespace
+
+PlacementOptions PlacementFor(const QuantizeOptions& o) {
+  PlacementOptions p;
+  p.op_types_to_quantize = o.op_types_to_quantize;
+  p.op_types_to_exclude = o.op_types_to_exclude;
+  p.nodes_to_quantize = o.nodes_to_quantize;
+  p.nodes_to_exclude = o.nodes_to_exclude;
+  p.format = &FindFormat(o.quantize_mode, "--quantize_mode");
+  p.replaces_weights = o.dq_only;  // --dq_only swaps float weights for stored ones
+  p.disable_mha_qdq = o.disable_mha_qdq;
+  return p;
+}
 
 void ApplyModelOptions(const QuantizeOptions& o, int64_t mode_min_opset, PreparedModel* model) {
   OverrideInputShapes(o.override_shapes, model->proto.mutable_graph());

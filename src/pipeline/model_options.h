@@ -7,10 +7,15 @@
 
 #include <cstdint>
 
-#include "pipeline/prepared_model.h"
+#include "quant/placement.h"
+#include "runtime/prepared_model.h"
 #include "ptqkit/quantize.h"
 
 namespace ptqkit {
+
+// The placement part of the quantize options (the run's plan, the calibrate plan, budget and
+// autotune candidates).
+PlacementOptions PlacementFor(const QuantizeOptions& options);
 
 // `mode_min_opset`: the opset the quantization mode needs (the model is already at least there).
 // Throws ptqkit::Error naming an unknown input or a rank that does not match.

@@ -15,7 +15,7 @@
 #include "onnx/onnx_library.h"
 #include "pipeline/model_output.h"
 #include "pipeline/model_options.h"
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
 #include "runtime/session.h"

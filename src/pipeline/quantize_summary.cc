@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
+
+#include "quant/formats.h"
 
 namespace ptqkit {
 namespace {
@@ -73,6 +76,12 @@ void AppendAutotune(std::string& out, const AutotuneReport& r) {
   if (!r.state_file.empty()) fmt::format_to(it, "  state file: {}\n", r.state_file);
 }
 
+std::string Upper(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
 }  // namespace
 
 std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions& o) {
@@ -92,8 +101,12 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   if (r.original_opset != r.output_opset) fmt::format_to(it, "opset: {} -> {}\n", r.original_opset, r.output_opset);
   int total = 0;
   for (const auto& [op, n] : r.quantized_by_op_type) total += n;
-  if (o.quantize_mode == "int4") fmt::format_to(it, "quantized nodes: {} ({} INT4 weights)\n", total, r.qdq_pairs);
-  else fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
+  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
+  if (format.placement.weight_only) {
+    fmt::format_to(it, "quantized nodes: {} ({} {} weights)\n", total, r.qdq_pairs, Upper(format.name));
+  } else {
+    fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
+  }
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
   fmt::format_to(it, "left in float: {}\n", r.left_in_float.size());
   size_t width = 0;

@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "quant/fp16_types.h"  // LowPrecisionOpTypes
+
 namespace ptqkit {
 
 struct LowPrecisionOptions {
@@ -55,9 +57,6 @@ struct LowPrecisionStats {
 // REQUIRES: the model passed onnxio::CheckModel (default opset 13..21). Throws ptqkit::Error for
 // a type that is neither FLOAT16 nor BFLOAT16, or when the opset cannot be raised to 19.
 LowPrecisionStats ConvertToLowPrecision(onnx::ModelProto* model, const LowPrecisionOptions& options);
-
-// Default-domain op types converted to `type` (FLOAT16 or BFLOAT16); everything else stays float32.
-const std::set<std::string>& LowPrecisionOpTypes(int32_t type);
 
 // float32 <-> bfloat16 bits (round to nearest even; NaN stays NaN).
 uint16_t FloatToBfloat16(float value);

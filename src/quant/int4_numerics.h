@@ -1,5 +1,5 @@
 // Int4 numerics: the scalar reference for ptqkit's 4-bit weight-only format, with ONNX (opset 21)
-// semantics, matching ONNX Runtime's DequantizeLinear bit for bit (tests/cpp/int4 checks it).
+// semantics, matching ONNX Runtime's DequantizeLinear bit for bit (tests/cpp/quant/int4_*_test.cc check it).
 //
 //  - INT4 (type 22), symmetric: q = saturate(round_half_even(w / scale)) in [-8, 7], zero point 0,
 //    scale = amax * alpha / 7 per block (alpha <= 1 clips, see int4_weight_only.h).

@@ -1,5 +1,7 @@
 // INT4 weight-only quantization: which MatMul/Gemm weights become blocked 4-bit initializers,
-// how each block's clipping is chosen, and the graph rewrite that stores them.
+// how each block's clipping is chosen, and the graph rewrite that stores them — one source file a
+// step: int4_plan.cc (PlanInt4Targets), int4_search.cc (BlockGram, AWQ-lite, the clip search,
+// QuantizeInt4Weight), int4_rewrite.cc (RewriteInt4).
 //
 //  - PlanInt4Targets picks MatMul and Gemm nodes whose weight (input B) is a constant of rank >= 2
 //    in float32 or float16, after the user's node/op-type selectors; every other MatMul/Gemm is

@@ -1,5 +1,5 @@
 // Numerics: the plain scalar reference implementations of the quantized formats ptqkit writes,
-// with ONNX semantics, matching ONNX Runtime's CPU kernels bit for bit (tests/cpp/numerics checks
+// with ONNX semantics, matching ONNX Runtime's CPU kernels bit for bit (tests/cpp/quant/numerics_*test.cc check
 // them against onnxruntime). Any faster path elsewhere must agree with these element for element.
 //
 //  - INT8, symmetric: q = saturate(round_half_even(x / scale)), zero point 0, range [-128, 127]

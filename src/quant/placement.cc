@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "onnx/graph_editor.h"
 #include "ptqkit/error.h"
 #include "quant/graph_patterns.h"
 #include "quant/selectors.h"
@@ -43,6 +44,7 @@ class Planner {
         format_(*options.format),
         profile_(options.format->placement),
         disable_mha_qdq_(options.disable_mha_qdq),
+        replaces_weights_(options.replaces_weights),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
                  "--op_types_to_quantize", options.matched_selectors),
         exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
@@ -173,8 +175,25 @@ class Planner {
     QuantizeNodeInputs(i, {1 - fused_input});
   }
 
+  // Why node i's weight (input 1 of a compute op) may not be replaced, when this plan replaces
+  // weights (dq_only), or "".
+  std::string WeightNotReplaceable(int i, const std::vector<int>& inputs) const {
+    const auto& n = g_.node(i);
+    if (!replaces_weights_ || !IsCoreQuantizableOp(n.op_type()) || n.input_size() < 2) return "";
+    if (std::find(inputs.begin(), inputs.end(), 1) == inputs.end()) return "";
+    const onnx::TensorProto* w = g_.Constant(n.input(1));
+    if (w == nullptr || (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16)) {
+      return "";  // not a float weight: never replaced
+    }
+    return WhyNotReplaceable(g_, n.input(1));
+  }
+
   void QuantizeNodeInputs(int i, const std::vector<int>& inputs) {
     const auto& n = g_.node(i);
+    if (const std::string why = WeightNotReplaceable(i, inputs); !why.empty()) {
+      plan_.float_reasons[i] = why;
+      return;
+    }
     bool any = false;
     for (int j : inputs) {
       if (j >= n.input_size() || n.input(j).empty()) continue;
@@ -256,6 +275,7 @@ class Planner {
   const QuantFormat& format_;
   const PlacementProfile& profile_;
   bool disable_mha_qdq_;
+  bool replaces_weights_;
   NodeSelector include_;
   NodeSelector exclude_;
   Placement plan_;

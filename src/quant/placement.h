@@ -29,6 +29,10 @@ struct PlacementOptions {
   // The format's rules (quant/formats.h): which ops beyond the compute ops are quantized and which
   // Convs stay float. Default: INT8's.
   const QuantFormat* format = &FindFormat("int8", "--quantize_mode");
+  // dq_only: weights are stored quantized, replacing the float initializer. A node whose weight
+  // may not be replaced (onnx/graph_editor.h WhyNotReplaceable: it is also a graph input) then
+  // stays float, with the reason.
+  bool replaces_weights = false;
   // When set, selectors that match a node are recorded here ("<option> <selector>") instead of
   // unmatched ones being warned about (see NodeSelector).
   std::set<std::string>* matched_selectors = nullptr;

@@ -48,20 +48,14 @@ class Rewriter {
   }
 
   void AddFloatInit(const std::string& name, const std::vector<float>& values, bool scalar) {
-    auto* t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+    editor_.AddInitializer(name, onnx::TensorProto::FLOAT,
+                           scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())},
+                           std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   }
 
   // Raw bytes of the format's storage type (one value a byte).
   void AddQuantizedInit(const std::string& name, const std::vector<int64_t>& dims, const std::string& bytes) {
-    auto* t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(format_.storage_type);
-    for (auto d : dims) t->add_dims(d);
-    t->set_raw_data(bytes);
+    editor_.AddInitializer(name, format_.storage_type, dims, bytes);
   }
 
   // Zero points are 0, the byte 0x00 in every symmetric format (FP8 +0.0 too).
@@ -70,23 +64,11 @@ class Rewriter {
                      std::string(channels, '\0'));
   }
 
-  static void AddIntAttribute(onnx::NodeProto* n, const std::string& name, int64_t value) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(value);
-  }
-
-  // A Q or DQ node; `inputs` are (x, scale, zero point).
-  onnx::NodeProto MakeNode(const std::string& op, const std::string& name, std::vector<std::string> inputs,
-                           const std::string& output, int axis) {
-    onnx::NodeProto n;
-    n.set_op_type(op);
-    n.set_name(name);
-    for (auto& i : inputs) n.add_input(i);
-    n.add_output(output);
-    if (axis >= 0) AddIntAttribute(&n, "axis", axis);
-    return n;
+  // A Q or DQ node; `inputs` are (x, scale, zero point); axis -1: per tensor.
+  static onnx::NodeProto MakeNode(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                                  const std::string& output, int axis) {
+    if (axis < 0) return GraphEditor::MakeNode(op, name, inputs, output);
+    return GraphEditor::MakeNode(op, name, inputs, output, {{"axis", axis}});
   }
 
   // Q -> DQ on `source` with the given scale and zero-point initializers; returns the DQ output.
@@ -188,28 +170,14 @@ class Rewriter {
                  nodes->end());
   }
 
-  // With dq_only the FP32 weights are replaced by INT8 copies; remove the originals (initializer
-  // or Constant node) that nothing reads any more.
+  // With dq_only the float weights are replaced by quantized copies; the originals that nothing
+  // reads any more go (placement never plans a weight that is also a graph input: WhyNotReplaceable).
   void DropUnusedWeights(const Placement& plan) {
-    std::set<std::string> used;
-    onnxio::AddNodeReads(*graph_, &used);
-    for (const auto& o : graph_->output()) used.insert(o.name());
-    std::set<std::string> dead;
+    std::set<std::string> replaced;
     for (const auto& q : plan.tensors) {
-      if (q.is_weight && !used.count(q.tensor)) dead.insert(q.tensor);
+      if (q.is_weight) replaced.insert(q.tensor);
     }
-    auto* inits = graph_->mutable_initializer();
-    inits->erase(std::remove_if(inits->begin(), inits->end(), [&](const onnx::TensorProto& t) { return dead.count(t.name()) > 0; }),
-                 inits->end());
-    auto* inputs = graph_->mutable_input();
-    inputs->erase(std::remove_if(inputs->begin(), inputs->end(), [&](const onnx::ValueInfoProto& v) { return dead.count(v.name()) > 0; }),
-                  inputs->end());
-    auto* nodes = graph_->mutable_node();
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
-                                [&](const onnx::NodeProto& n) {
-                                  return n.op_type() == "Constant" && n.output_size() == 1 && dead.count(n.output(0)) > 0;
-                                }),
-                 nodes->end());
+    editor_.RemoveUnread(replaced);
   }
 
   onnx::GraphProto* graph_;

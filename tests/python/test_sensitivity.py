@@ -31,7 +31,7 @@ REQUIRED_KEYS = {"onnx_path", "scores", "failed", "calibration_source", "num_cal
                  "metric", "granularity", "target_precision", "timings", "ptqkit_version"}
 N_CALIB = 16
 # The scan's evaluation batch for models with a dynamic batch dimension (kEvalBatchForDynamicModels
-# in src/pipeline/sensitivity_scan.cc); the checker below evaluates in the same batches.
+# in src/scan/sensitivity_scan.cc); the checker below evaluates in the same batches.
 EVAL_BATCH = 16
 
 

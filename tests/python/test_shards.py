@@ -19,7 +19,7 @@ N_SAMPLES = 24
 @pytest.fixture(scope="module")
 def dln(gen_dir):
     """A 1-block transformer with decomposed LayerNorms: its node scan has non-finite targets too
-    (the order of "failed" across shards is checked in tests/cpp/shard)."""
+    (the order of "failed" across shards is checked in tests/cpp/scan)."""
     path = gen_dir / "shards_dln.onnx"
     models.make_decomposed_ln_transformer(path)
     data = gen_dir / "shards_dln.npy"

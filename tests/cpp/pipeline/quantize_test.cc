@@ -158,7 +158,7 @@ TEST(Quantize, Fp8UsesTheFullE4M3Grid) {
   EXPECT_FLOAT_EQ(ScalarInitializer(out, "x_scale"), amax / 448.0f);
   for (const auto& t : out.graph().initializer()) {
     if (t.name() == "x_zero_point") {
-      EXPECT_EQ(t.data_type(), 17);  // FLOAT8E4M3FN
+      EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT8E4M3FN);
     }
   }
 }

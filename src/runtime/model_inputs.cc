@@ -1,4 +1,4 @@
-#include "pipeline/model_inputs.h"
+#include "runtime/model_inputs.h"
 
 #include <fmt/format.h>
 

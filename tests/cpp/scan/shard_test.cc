@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "ptqkit/error.h"
-#include "shard/calibration_part.h"
-#include "shard/sensitivity_part.h"
-#include "shard/shard_spec.h"
+#include "scan/calibration_part.h"
+#include "scan/sensitivity_part.h"
+#include "scan/shard_spec.h"
 
 namespace ptqkit::shard {
 namespace {

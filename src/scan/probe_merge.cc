@@ -1,4 +1,4 @@
-#include "pipeline/probe_merge.h"
+#include "scan/probe_merge.h"
 
 #include <fmt/format.h>
 

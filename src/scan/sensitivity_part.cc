@@ -1,4 +1,4 @@
-#include "shard/sensitivity_part.h"
+#include "scan/sensitivity_part.h"
 
 #include <fmt/format.h>
 

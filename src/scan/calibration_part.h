@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "calib/calibration_table.h"
-#include "shard/fingerprint.h"
-#include "shard/shard_spec.h"
+#include "scan/fingerprint.h"
+#include "scan/shard_spec.h"
 
 namespace ptqkit::shard {
 

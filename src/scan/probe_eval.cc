@@ -1,4 +1,4 @@
-#include "pipeline/probe_eval.h"
+#include "scan/probe_eval.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "sensitivity/scores_file.h"
-#include "shard/fingerprint.h"
-#include "shard/shard_spec.h"
+#include "scan/fingerprint.h"
+#include "scan/shard_spec.h"
 
 namespace ptqkit::shard {
 

@@ -1,4 +1,4 @@
-#include "shard/shard_spec.h"
+#include "scan/shard_spec.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "pipeline/probe_cut.h"
+#include "scan/probe_cut.h"
 
 #include <fmt/format.h>
 

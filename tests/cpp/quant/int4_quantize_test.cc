@@ -53,7 +53,7 @@ TEST(QuantizeInt4, DefaultsToAwqClipAndWritesOpset21) {
   EXPECT_GE(m.ir_version(), 10);
   int int4 = 0;
   for (const auto& t : m.graph().initializer()) {
-    int4 += t.data_type() == 22;
+    int4 += t.data_type() == onnx::TensorProto::INT4;
     EXPECT_NE(t.name(), "w1");  // the float weights are gone
   }
   EXPECT_EQ(int4, 2);

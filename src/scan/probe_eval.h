@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/prepared_model.h"
-#include "pipeline/probe_cut.h"
+#include "runtime/prepared_model.h"
+#include "scan/probe_cut.h"
 #include "runtime/session.h"
 #include "sensitivity/metrics.h"
 

@@ -1,4 +1,4 @@
-// Content digests that shard fingerprints are built from (shard/fingerprint.h): a shard on another
+// Content digests that shard fingerprints are built from (scan/fingerprint.h): a shard on another
 // machine may see another copy of the model or data under another path, so parts are matched by
 // content, never by path.
 #pragma once

@@ -1,4 +1,4 @@
-#include "pipeline/activation_capture.h"
+#include "runtime/activation_capture.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "onnx/session_model.h"
 #include "onnx/subgraphs.h"
 #include "onnx/float16.h"
-#include "pipeline/model_inputs.h"
+#include "runtime/model_inputs.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {

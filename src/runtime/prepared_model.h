@@ -15,7 +15,6 @@
 #include "base/io_guard.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/quantize.h"
-#include "quant/placement.h"
 #include "runtime/session.h"
 
 namespace ptqkit {
@@ -59,9 +58,6 @@ struct CalibrationData {
 // The data and runtime parts of the quantize options (shared by the INT8/FP8 and INT4 pipelines).
 DataRequest CalibrationRequest(const QuantizeOptions& options);
 RuntimeOptions Runtime(const QuantizeOptions& options);
-
-// The placement part of the quantize options (the run's plan, the calibrate plan, budget candidates).
-PlacementOptions PlacementFor(const QuantizeOptions& options);
 
 // Throws ptqkit::Error for data that does not fit the model.
 CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request);

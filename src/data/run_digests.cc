@@ -1,4 +1,4 @@
-#include "pipeline/run_digests.h"
+#include "data/run_digests.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "shard/fingerprint.h"
+#include "scan/fingerprint.h"
 
 #include <fmt/format.h>
 

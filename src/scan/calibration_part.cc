@@ -1,4 +1,4 @@
-#include "shard/calibration_part.h"
+#include "scan/calibration_part.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "pipeline/prepared_model.h"
+#include "runtime/prepared_model.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,7 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "pipeline/model_inputs.h"
-#include "quant/formats.h"
+#include "runtime/model_inputs.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -71,13 +70,6 @@ RuntimeOptions Runtime(const QuantizeOptions& o) {
     r.execution_providers.insert(r.execution_providers.begin(), "trt");
   }
   return r;
-}
-
-PlacementOptions PlacementFor(const QuantizeOptions& o) {
-  PlacementOptions p{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude,
-                     &FindFormat(o.quantize_mode, "--quantize_mode")};
-  p.disable_mha_qdq = o.disable_mha_qdq;
-  return p;
 }
 
 CalibrationData OpenCalibrationData(const PreparedModel& model, const DataRequest& request) {

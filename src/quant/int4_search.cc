@@ -1,3 +1,4 @@
+// INT4 weight-only, step 2 (int4_weight_only.h): Grams, AWQ-lite scaling and the per-block clip search.
 #include "quant/int4_weight_only.h"
 
 #include <fmt/format.h>
@@ -6,77 +7,14 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "base/log.h"
 #include "onnx/float16.h"
-#include "onnx/graph_editor.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
-#include "quant/selectors.h"
 
 namespace ptqkit {
-namespace {
-
-bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
-// Why `node` (a MatMul/Gemm) cannot have its weight quantized, or "" when it can; sets *axis.
-std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int* axis) {
-  if (node.input_size() < 2) return "has no weight input";
-  const onnx::TensorProto* w = index.Constant(node.input(1));
-  if (w == nullptr) return "weight (input B) is not a constant";
-  if (index.IsGraphInput(node.input(1))) return "weight is also a graph input (a caller may override it)";
-  if (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16) {
-    return fmt::format("weight type {} is not float32/float16", w->data_type());
-  }
-  if (w->has_data_location() && w->data_location() == onnx::TensorProto::EXTERNAL) {
-    return "weight is stored as external data that was not loaded";
-  }
-  const int rank = w->dims_size();
-  if (rank < 2) return fmt::format("weight has rank {} (needs >= 2)", rank);
-  for (auto d : w->dims()) {
-    if (d <= 0) return "weight has an empty dimension";
-  }
-  if (node.op_type() == "Gemm") {
-    if (IntAttribute(node, "transA", 0) != 0) return "Gemm with transA=1 (transposed activation) is not handled";
-    *axis = IntAttribute(node, "transB", 0) != 0 ? 1 : 0;
-    if (rank != 2) return fmt::format("Gemm weight has rank {}", rank);
-  } else {
-    *axis = rank - 2;
-  }
-  return "";
-}
-
-}  // namespace
-
-Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
-  const NodeSelector include(index, s.nodes_to_quantize, s.op_types_to_quantize, "--nodes_to_quantize",
-                             "--op_types_to_quantize");
-  const NodeSelector exclude(index, s.nodes_to_exclude, s.op_types_to_exclude, "--nodes_to_exclude",
-                             "--op_types_to_exclude");
-  Int4Plan plan;
-  for (int i = 0; i < index.num_nodes(); ++i) {
-    const onnx::NodeProto& n = index.node(i);
-    if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
-    std::string why;
-    int axis = 0;
-    if (!include.empty() && !include.Selects(i)) {
-      why = "not selected by --nodes_to_quantize / --op_types_to_quantize";
-    } else if (exclude.Selects(i)) {
-      why = "excluded by " + exclude.Why(i);
-    } else {
-      why = Ineligible(index, n, &axis);
-    }
-    if (!why.empty()) {
-      plan.left_in_float.emplace_back(i, why);
-      continue;
-    }
-    plan.targets.push_back({i, n.input(1), n.input(0), axis});
-  }
-  return plan;
-}
-
 BlockGram::BlockGram(int64_t k, int64_t block)
     : k_(k),
       block_(block),
@@ -393,178 +331,6 @@ Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int
   }
   WeightQuantizer(w, out.layout, gram, options, &out).Run();
   return out;
-}
-
-namespace {
-
-class Int4Rewriter {
- public:
-  Int4Rewriter(onnx::ModelProto* model, const Int4RewriteOptions& options)
-      : graph_(model->mutable_graph()), index_(*graph_), options_(options), editor_(graph_) {}
-
-  Int4RewriteStats Run(const Int4Plan& plan) {
-    // One quantized copy per (weight, K axis): consumers sharing a weight share its DQ, and their
-    // activations' Grams add up (the error that matters is the sum over every consumer).
-    std::map<std::pair<std::string, int>, std::vector<const Int4Target*>> groups;
-    for (const auto& t : plan.targets) groups[{t.weight, t.axis}].push_back(&t);
-    std::vector<std::pair<int, std::string>> rewires;
-    for (const auto& [key, targets] : groups) {
-      const std::string dq_out = AddWeight(key.first, key.second, targets);
-      for (const auto* t : targets) rewires.emplace_back(t->node, dq_out);
-    }
-    for (const auto& [node, name] : rewires) graph_->mutable_node(node)->set_input(1, name);
-    for (const auto& [node, name] : activation_rewires_) graph_->mutable_node(node)->set_input(0, name);
-    stats_.nodes = static_cast<int>(rewires.size());
-    editor_.Splice();
-    DropUnused(groups);
-    return stats_;
-  }
-
- private:
-  std::string Fresh(const std::string& base) { return editor_.Fresh(base); }
-
-  // The Gram for a group, or null (RTN) when any consumer's activation has none: a partial sum
-  // would judge the error on some consumers only.
-  std::optional<BlockGram> GroupGram(const std::vector<const Int4Target*>& targets, const BlockedLayout& layout) const {
-    if (options_.grams == nullptr) return std::nullopt;
-    std::optional<BlockGram> sum;
-    std::set<std::string> seen;
-    for (const auto* t : targets) {
-      if (!seen.insert(t->activation).second) continue;
-      auto it = options_.grams->find(t->activation);
-      if (it == options_.grams->end() || it->second.k() != layout.k || it->second.block() != layout.block) return std::nullopt;
-      if (!sum) sum = it->second;
-      else sum->Merge(it->second);
-    }
-    return sum;
-  }
-
-  std::string AddWeight(const std::string& name, int axis, const std::vector<const Int4Target*>& targets) {
-    const onnx::TensorProto& w = *index_.Constant(name);
-    const bool half = w.data_type() == onnx::TensorProto::FLOAT16;
-    const std::vector<float> values = TensorToFloats(w);
-    const std::vector<int64_t> shape = TensorShape(w);
-    if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
-      log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
-    }
-    Int4WeightOptions wo = options_.weight;
-    wo.half_scales = half;
-    const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
-    const std::optional<BlockGram> gram = GroupGram(targets, layout);
-    const Int4Weight q = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
-    stats_.weights += 1;
-    stats_.blocks += layout.num_scales();
-    stats_.clipped_blocks += q.clipped_blocks;
-
-    const std::string q_name = Fresh(name + (options_.weight.zero_point ? "_uint4" : "_int4"));
-    const QuantFormat& format = *options_.format;
-    AddInit(q_name, options_.weight.zero_point ? format.zero_point_storage_type : format.storage_type, shape, q.packed);
-    const std::string s_name = Fresh(name + "_scale");
-    AddInit(s_name, w.data_type(), q.scale_shape, ScaleBytes(q.scales, half));
-    std::vector<std::string> inputs = {q_name, s_name};
-    if (options_.weight.zero_point) {
-      inputs.push_back(Fresh(name + "_zero_point"));
-      AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
-    }
-    onnx::NodeProto dq;
-    dq.set_op_type("DequantizeLinear");
-    dq.set_name(Fresh(name + "_DequantizeLinear"));
-    for (const auto& i : inputs) dq.add_input(i);
-    const std::string out = Fresh(name + "_DequantizeLinear_Output");
-    dq.add_output(out);
-    AddIntAttr(&dq, "axis", axis);
-    AddIntAttr(&dq, "block_size", layout.block);
-    int first = targets.front()->node;
-    for (const auto* t : targets) first = std::min(first, t->node);
-    editor_.InsertBefore(first, std::move(dq));
-    if (!q.activation_scales.empty()) AddActivationScaling(name, w.data_type(), half, q, targets);
-    return out;
-  }
-
-  // awq_lite: the weight now stores Q(diag(s) W), so each consumer's activation is multiplied by
-  // 1/s first. One [K] initializer per weight; one Mul per consumer, feeding that consumer only
-  // (another node reading the same activation, with its own weight and scales, is untouched).
-  void AddActivationScaling(const std::string& name, int32_t type, bool half, const Int4Weight& q,
-                            const std::vector<const Int4Target*>& targets) {
-    const std::string inv_name = Fresh(name + "_awq_lite_inv_scale");
-    AddInit(inv_name, type, {q.layout.k}, ScaleBytes(q.activation_scales, half));
-    for (const auto* t : targets) {
-      onnx::NodeProto mul;
-      mul.set_op_type("Mul");
-      const std::string& consumer = index_.node(t->node).name();
-      mul.set_name(Fresh((consumer.empty() ? name : consumer) + "_awq_lite_Mul"));
-      mul.add_input(t->activation);
-      mul.add_input(inv_name);
-      const std::string out = Fresh(t->activation + "_awq_lite_scaled");
-      mul.add_output(out);
-      editor_.InsertBefore(t->node, std::move(mul));
-      activation_rewires_.emplace_back(t->node, out);
-      stats_.scale_muls += 1;
-    }
-    stats_.scaled_weights += 1;
-    log::Debug("int4 awq_lite: weight '{}' alpha {:.2f}, {} consumer(s) read Mul(activation, 1/s)", name,
-               q.awq_lite_alpha, targets.size());
-  }
-
-  static std::string ScaleBytes(const std::vector<float>& scales, bool half) {
-    if (!half) return std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
-    std::vector<uint16_t> h(scales.size());
-    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(scales[i]);
-    return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(uint16_t));
-  }
-
-  void AddInit(const std::string& name, int32_t type, const std::vector<int64_t>& dims, const std::string& bytes) {
-    auto* t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (auto d : dims) t->add_dims(d);
-    t->set_raw_data(bytes);
-  }
-
-  static void AddIntAttr(onnx::NodeProto* n, const std::string& name, int64_t value) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(value);
-  }
-
-  // Float weights that nothing reads any more (initializer or Constant node, and their value_info).
-  template <typename Groups>
-  void DropUnused(const Groups& groups) {
-    std::set<std::string> used;
-    for (const auto& n : graph_->node())
-      for (const auto& i : n.input()) used.insert(i);
-    for (const auto& o : graph_->output()) used.insert(o.name());
-    std::set<std::string> dead;
-    for (const auto& [key, targets] : groups) {
-      if (!used.count(key.first)) dead.insert(key.first);
-    }
-    auto* inits = graph_->mutable_initializer();
-    inits->erase(std::remove_if(inits->begin(), inits->end(), [&](const onnx::TensorProto& t) { return dead.count(t.name()) > 0; }),
-                 inits->end());
-    auto* nodes = graph_->mutable_node();
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
-                                [&](const onnx::NodeProto& n) {
-                                  return n.op_type() == "Constant" && n.output_size() == 1 && dead.count(n.output(0)) > 0;
-                                }),
-                 nodes->end());
-    auto* infos = graph_->mutable_value_info();
-    infos->erase(std::remove_if(infos->begin(), infos->end(), [&](const onnx::ValueInfoProto& v) { return dead.count(v.name()) > 0; }),
-                 infos->end());
-  }
-
-  onnx::GraphProto* graph_;
-  GraphIndex index_;
-  Int4RewriteOptions options_;
-  GraphEditor editor_;
-  std::vector<std::pair<int, std::string>> activation_rewires_;  // (node, its new input A)
-  Int4RewriteStats stats_;
-};
-
-}  // namespace
-
-Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options) {
-  return Int4Rewriter(model, options).Run(plan);
 }
 
 }  // namespace ptqkit

@@ -181,7 +181,7 @@ TEST(Int4Rewrite, StoresPackedInt4WithABlockedDequantizeLinear) {
   EXPECT_FALSE(inits.count("w_gemm"));
   EXPECT_TRUE(inits.count("w_ta"));     // untouched
   ASSERT_TRUE(inits.count("w_mm_uint4"));
-  EXPECT_EQ(inits["w_mm_uint4"]->data_type(), 21);
+  EXPECT_EQ(inits["w_mm_uint4"]->data_type(), onnx::TensorProto::UINT4);
   EXPECT_EQ(inits["w_mm_uint4"]->raw_data().size(), 32u * 24u / 2u);
   EXPECT_EQ(TensorShape(*inits["w_mm_scale"]), (std::vector<int64_t>{4, 24}));
   EXPECT_EQ(TensorShape(*inits["w_gemm_scale"]), (std::vector<int64_t>{16, 3}));

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ptqkit/sensitivity.h"
-#include "shard/sensitivity_part.h"
+#include "scan/sensitivity_part.h"
 
 namespace ptqkit {
 

@@ -1,0 +1,70 @@
+// INT4 weight-only, step 1 (int4_weight_only.h): which MatMul/Gemm weights are quantized.
+#include "quant/int4_weight_only.h"
+
+#include <fmt/format.h>
+
+#include "onnx/graph_editor.h"
+#include "quant/selectors.h"
+
+namespace ptqkit {
+namespace {
+
+bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+// Why `node` (a MatMul/Gemm) cannot have its weight quantized, or "" when it can; sets *axis.
+std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int* axis) {
+  if (node.input_size() < 2) return "has no weight input";
+  const onnx::TensorProto* w = index.Constant(node.input(1));
+  if (w == nullptr) return "weight (input B) is not a constant";
+  if (std::string why = WhyNotReplaceable(index, node.input(1)); !why.empty()) return why;
+  if (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16) {
+    return fmt::format("weight type {} is not float32/float16", w->data_type());
+  }
+  if (w->has_data_location() && w->data_location() == onnx::TensorProto::EXTERNAL) {
+    return "weight is stored as external data that was not loaded";
+  }
+  const int rank = w->dims_size();
+  if (rank < 2) return fmt::format("weight has rank {} (needs >= 2)", rank);
+  for (auto d : w->dims()) {
+    if (d <= 0) return "weight has an empty dimension";
+  }
+  if (node.op_type() == "Gemm") {
+    if (IntAttribute(node, "transA", 0) != 0) return "Gemm with transA=1 (transposed activation) is not handled";
+    *axis = IntAttribute(node, "transB", 0) != 0 ? 1 : 0;
+    if (rank != 2) return fmt::format("Gemm weight has rank {}", rank);
+  } else {
+    *axis = rank - 2;
+  }
+  return "";
+}
+
+}  // namespace
+
+Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
+  const NodeSelector include(index, s.nodes_to_quantize, s.op_types_to_quantize, "--nodes_to_quantize",
+                             "--op_types_to_quantize");
+  const NodeSelector exclude(index, s.nodes_to_exclude, s.op_types_to_exclude, "--nodes_to_exclude",
+                             "--op_types_to_exclude");
+  Int4Plan plan;
+  for (int i = 0; i < index.num_nodes(); ++i) {
+    const onnx::NodeProto& n = index.node(i);
+    if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
+    std::string why;
+    int axis = 0;
+    if (!include.empty() && !include.Selects(i)) {
+      why = "not selected by --nodes_to_quantize / --op_types_to_quantize";
+    } else if (exclude.Selects(i)) {
+      why = "excluded by " + exclude.Why(i);
+    } else {
+      why = Ineligible(index, n, &axis);
+    }
+    if (!why.empty()) {
+      plan.left_in_float.emplace_back(i, why);
+      continue;
+    }
+    plan.targets.push_back({i, n.input(1), n.input(0), axis});
+  }
+  return plan;
+}
+
+}  // namespace ptqkit
