@@ -58,6 +58,14 @@ struct QuantizeOptions {
   // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
   // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
   bool reduce_range = false;
+  // int8/fp8: subtract from each quantized Conv's bias the shift of its output mean that rounding
+  // its weights causes (measured input-channel means; quant/bias_correction.h). Edits bias values.
+  bool bias_correction = true;
+  // int8: SmoothQuant-style migration for MatMuls whose input comes from a Mul by a constant (the
+  // end of an exported GELU, a LayerNorm's gamma): input channel j is divided by
+  // s_j = amax_j^alpha / wmax_j^(1 - alpha), the MatMul weights' row j multiplied by it, folded into
+  // that constant (quant/activation_smoothing.h). Edits weights. 0 turns it off.
+  double smoothquant_alpha = 0.8;
 
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the

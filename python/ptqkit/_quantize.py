@@ -27,6 +27,8 @@ def quantize(
     dq_only: bool = False,
     target_runtime: str = "trt",
     reduce_range: bool = False,
+    bias_correction: bool = True,
+    smoothquant_alpha: float = 0.8,
     block_size: int = 128,
     use_zero_point: bool = False,
     awqclip_alpha_step: float = 0.05,
@@ -100,6 +102,8 @@ def quantize(
     o.dq_only = bool(dq_only)
     o.target_runtime = target_runtime
     o.reduce_range = bool(reduce_range)
+    o.bias_correction = bool(bias_correction)
+    o.smoothquant_alpha = float(smoothquant_alpha)
     _set_int4(o, block_size=int(block_size), use_zero_point=bool(use_zero_point),
               awqclip_alpha_step=float(awqclip_alpha_step), awqclip_alpha_min=float(awqclip_alpha_min))
     o.high_precision_dtype = high_precision_dtype

@@ -295,6 +295,8 @@ void BindQuantizeOptions(py::module_& m) {
       .def_readwrite("dq_only", &QuantizeOptions::dq_only)
       .def_readwrite("target_runtime", &QuantizeOptions::target_runtime)
       .def_readwrite("reduce_range", &QuantizeOptions::reduce_range)
+      .def_readwrite("bias_correction", &QuantizeOptions::bias_correction)
+      .def_readwrite("smoothquant_alpha", &QuantizeOptions::smoothquant_alpha)
       .def_readwrite("high_precision_dtype", &QuantizeOptions::high_precision_dtype)
       .def_readwrite("op_types_to_exclude_fp16", &QuantizeOptions::op_types_to_exclude_fp16)
       .def_readwrite("direct_io_types", &QuantizeOptions::direct_io_types)

@@ -129,6 +129,13 @@ Command RegisterQuantize(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--reduce_range", o->reduce_range,
                 "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)");
+  cmd->add_option("--bias_correction", o->bias_correction,
+                  "int8/fp8: correct quantized Conv biases for the mean shift of weight rounding (edits biases)")
+      ->capture_default_str();
+  cmd->add_option("--smoothquant_alpha", o->smoothquant_alpha,
+                  "int8: SmoothQuant migration strength for MatMuls after a Mul by a constant (GELU, LayerNorm; "
+                  "edits weights); 0 = off")
+      ->capture_default_str();
   cmd->add_option("--block_size", o->block_size, "int4: weights per scale along K (-1: one block per output channel)")
       ->capture_default_str();
   cmd->add_flag("--use_zero_point", o->use_zero_point, "int4: asymmetric UINT4 weights with zero points");

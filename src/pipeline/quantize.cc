@@ -19,6 +19,9 @@
 #include "accuracy/output_agreement.h"
 #include "accuracy/accuracy_budget.h"
 #include "pipeline/activation_capture.h"
+#include "pipeline/channel_capture.h"
+#include "quant/activation_smoothing.h"
+#include "quant/bias_correction.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_output.h"
 #include "pipeline/prepared_model.h"
@@ -64,6 +67,9 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
   if (o.accuracy_budget >= 0) accuracy::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
   if (o.accuracy_budget >= 0 && o.quantize_mode == "int4") throw Error("--accuracy_budget applies to int8 and fp8");
+  if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {
+    throw Error(fmt::format("--smoothquant_alpha must be in [0, 1] (0 = off), got {}", o.smoothquant_alpha));
+  }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
@@ -101,6 +107,52 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o) {
   return rewrite;
 }
 
+// Input-channel means of every Conv the plan may quantize (main graph), for bias correction;
+// measured on the FP32 model over the calibration samples (one more forward pass).
+std::map<std::string, std::vector<double>> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
+                                                          const CalibrationData& data, const RuntimeOptions& runtime) {
+  std::map<std::string, int> axis;
+  const ScopePlacement& main = plan.scopes().front();
+  for (const auto& t : ConvInputsToCorrect(*main.index, main.plan)) axis[t] = 1;
+  std::map<std::string, std::vector<double>> means;
+  if (axis.empty()) return means;
+  for (const auto& [t, stats] :
+       CaptureChannelStatistics(model, data.set, axis, data.batch_size, data.num_batches, runtime)) {
+    means[t] = stats.Mean();
+  }
+  return means;
+}
+
+// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
+// from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
+void SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                        const RuntimeOptions& runtime, double alpha) {
+  const ScopePlacement& main = plan.scopes().front();
+  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
+  if (sites.empty()) return;
+  std::map<std::string, int> axis;
+  for (const auto& s : sites) axis[s.tensor] = -1;
+  std::map<std::string, std::vector<float>> amax;
+  for (const auto& [t, stats] : CaptureChannelStatistics(*model, data.set, axis, data.batch_size, data.num_batches,
+                                                         runtime)) {
+    amax[t] = stats.absmax;
+  }
+  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
+  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+}
+
+// Bias correction (when measured) and then the Q/DQ rewrite.
+RewriteStats CorrectAndRewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
+                               const RewriteOptions& rewrite,
+                               const std::map<std::string, std::vector<double>>& conv_input_means) {
+  if (!conv_input_means.empty()) {
+    const ScopePlacement& main = plan->scopes().front();
+    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, conv_input_means, rewrite);
+    log::Debug("bias correction: {} Conv bias(es) corrected", n);
+  }
+  return plan->Rewrite(amax, rewrite);
+}
+
 // The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
 // ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
 // table, evaluated on the held-out samples. Returns the nodes to keep in float.
@@ -110,6 +162,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               const accuracy::BatchOutputs& reference, CalibrationData& data,
                                               const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
+                                              const std::map<std::string, std::vector<double>>& conv_input_means,
                                               QuantizeReport* report) {
   const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
   const bool fp8 = o.quantize_mode == "fp8";
@@ -132,7 +185,8 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     po.matched_selectors = &matched;
     ModelPlacement plan(&candidate, po);
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite);
+    CorrectAndRewrite(&plan, plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), rewrite,
+                      conv_input_means);
     if (o.accuracy_eval) return score_drop(candidate);
     return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
   };
@@ -212,6 +266,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   std::optional<CalibrationData> data;
   EvalSplit split;
   std::vector<std::pair<std::string, std::string>> drops;  // (tensor, why): left in float by every plan
+  std::map<std::string, std::vector<double>> conv_input_means;  // bias correction; empty: none
   if (!o.calibration_cache.empty()) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
@@ -220,6 +275,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     report.synthetic_data = data->synthetic;
     split = SplitForEvaluation(*data, o.eval_samples);
     UseCalibrationSamples(&*data, split);
+    // Before calibration: smoothing changes the tensors calibration observes.
+    if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0) {
+      SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
+    }
     CaptureRequest request;
     request.tensors = plan->ActivationTensors();
     request.histograms = method != calib::Method::kMax;
@@ -241,6 +300,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
         drops.emplace_back(name, "its input was never computed during calibration");
       }
     }
+    if (o.bias_correction) conv_input_means = ConvInputMeans(model, *plan, *data, Runtime(o));
     report.execution_providers = captured.providers;
     report.num_calibration_samples = captured.num_samples;
     report.batch_size = request.batch_size;
@@ -275,7 +335,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
     budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime,
-                                             plan->QuantizedNodes(), &report);
+                                             plan->QuantizedNodes(), conv_input_means, &report);
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
       PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
@@ -293,7 +353,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       why = "kept in float by --accuracy_budget";
     }
   }
-  const RewriteStats stats = plan->Rewrite(amax, rewrite);
+  const RewriteStats stats = CorrectAndRewrite(plan.get(), amax, rewrite, conv_input_means);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !budget_exclusions.empty();
   if (stats.qdq_pairs == 0 && user_excluded) {

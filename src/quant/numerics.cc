@@ -102,15 +102,15 @@ float Float8E4M3FNToFloat(uint8_t bits) {
 
 uint8_t QuantizeFloat8E4M3FN(float x, float scale) { return FloatToFloat8E4M3FN(x / scale); }
 
-float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name) {
+float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name, bool warn) {
   if (!(std::isfinite(amax) && amax > 0.0f)) {
-    log::Warn("tensor '{}' has a degenerate calibration range (amax {}); using scale {}",
+    if (warn) log::Warn("tensor '{}' has a degenerate calibration range (amax {}); using scale {}",
               tensor_name, amax, kDegenerateScale);
     return kDegenerateScale;
   }
   const float scale = amax / qmax;
   if (!(scale >= kMinScale)) {
-    log::Warn("tensor '{}' has a tiny calibration range (amax {}); raising its scale to {}",
+    if (warn) log::Warn("tensor '{}' has a tiny calibration range (amax {}); raising its scale to {}",
               tensor_name, amax, kMinScale);
     return kMinScale;
   }
