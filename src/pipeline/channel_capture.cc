@@ -46,6 +46,7 @@ bool Fold(const OutputView& view, int axis, ChannelStatistics* stats) {
     }
   }
   stats->values_per_channel += outer * inner;
+  stats->shape = view.shape;
   return true;
 }
 

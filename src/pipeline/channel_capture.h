@@ -20,6 +20,7 @@ struct ChannelStatistics {
   std::vector<double> sum;     // per channel, over every other axis and every sample
   std::vector<float> absmax;   // per channel, NaN ignored
   int64_t values_per_channel = 0;
+  std::vector<int64_t> shape;  // of the last batch seen (a Conv's padding is judged on it)
 
   std::vector<double> Mean() const;
 };
