@@ -28,7 +28,7 @@ def quantize(
     target_runtime: str = "trt",
     reduce_range: bool = False,
     bias_correction: bool = True,
-    smoothquant_alpha: float = 0.8,
+    smoothquant_alpha: float = 0.7,
     block_size: int = 128,
     use_zero_point: bool = False,
     awqclip_alpha_step: float = 0.05,
@@ -148,6 +148,10 @@ def _log_summary(r: dict) -> None:
     total = sum(r["quantized_by_op_type"].values())
     lines.append(f"quantized nodes: {total} ({r['qdq_pairs']} Q/DQ pairs)")
     lines += [f"  {op:<24} {n}" for op, n in r["quantized_by_op_type"].items()]
+    if r.get("bias_corrected_convs", 0) or r.get("smoothed_matmul_inputs", 0):
+        lines.append(f"weights edited: {r['bias_corrected_convs']} Conv bias(es) corrected, "
+                     f"{r['smoothed_matmul_inputs']} MatMul input(s) smoothed (bias_correction=False, "
+                     "smoothquant_alpha=0 turn them off)")
     lines.append(f"left in float: {len(r['left_in_float'])}")
     width = max((len(node) for node, _ in r["left_in_float"]), default=0)
     lines += [f"  {node:<{width}}  {why}" for node, why in r["left_in_float"]]

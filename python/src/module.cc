@@ -114,6 +114,8 @@ py::dict ReportToDict(const QuantizeReport& r) {
   d["quantized_by_op_type"] = r.quantized_by_op_type;
   d["left_in_float"] = r.left_in_float;
   d["qdq_pairs"] = r.qdq_pairs;
+  d["bias_corrected_convs"] = r.bias_corrected_convs;
+  d["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   d["num_calibration_samples"] = r.num_calibration_samples;
   d["batch_size"] = r.batch_size;
   d["synthetic_data"] = r.synthetic_data;

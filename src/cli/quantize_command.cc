@@ -64,6 +64,11 @@ void PrintSummary(const QuantizeReport& r, const QuantizeOptions& o) {
   if (o.quantize_mode == "int4") fmt::print("quantized nodes: {} ({} INT4 weights)\n", total, r.qdq_pairs);
   else fmt::print("quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::print("  {:<24} {}\n", op, n);
+  if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0) {
+    fmt::print("weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed (--bias_correction false, "
+               "--smoothquant_alpha 0 turn them off)\n",
+               r.bias_corrected_convs, r.smoothed_matmul_inputs);
+  }
   fmt::print("left in float: {}\n", r.left_in_float.size());
   size_t width = 0;
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());

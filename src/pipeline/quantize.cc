@@ -125,11 +125,11 @@ std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto
 
 // SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
-void SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                        const RuntimeOptions& runtime, double alpha) {
+int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                       const RuntimeOptions& runtime, double alpha) {
   const ScopePlacement& main = plan.scopes().front();
   const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
-  if (sites.empty()) return;
+  if (sites.empty()) return 0;
   std::map<std::string, int> axis;
   for (const auto& s : sites) axis[s.tensor] = -1;
   std::map<std::string, std::vector<float>> amax;
@@ -139,51 +139,20 @@ void SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, con
   }
   const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
   log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+  return n;
 }
 
 // Bias correction (when measured) and then the Q/DQ rewrite.
 RewriteStats CorrectAndRewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
                                const RewriteOptions& rewrite,
-                               const std::map<std::string, ConvInputStatistics>& conv_input_means) {
+                               const std::map<std::string, ConvInputStatistics>& conv_input_means,
+                               int* corrected = nullptr) {
   if (!conv_input_means.empty()) {
     const ScopePlacement& main = plan->scopes().front();
     const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, conv_input_means, rewrite);
-    log::Debug("bias correction: {} Conv bias(es) corrected", n);
+    if (corrected) *corrected = n;
   }
   return plan->Rewrite(amax, rewrite);
-}
-
-// The calibration method when the user names none: mse or max, whichever quantized model diverges
-// less (cos, the loss report's held-out samples) from FP32; mse on a tie. mse has the lower
-// expected error per tensor and wins on long-tailed models (OCR detector 0.93 vs 0.82 mask IoU),
-// but a tensor's squared error is not the model's: on a few models clipping nothing keeps the
-// outputs closer (MiniLM after smoothing). Two extra rewrites and held-out evaluations; one copy
-// of the model at a time.
-std::string ChooseDefaultMethod(const QuantizeOptions& o, const onnx::ModelProto& model,
-                                const calib::CalibrationTable& table,
-                                const std::vector<std::pair<std::string, std::string>>& drops,
-                                const accuracy::BatchOutputs& reference, CalibrationData& data,
-                                const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime,
-                                const std::map<std::string, ConvInputStatistics>& conv_input_means) {
-  const bool fp8 = o.quantize_mode == "fp8";
-  const calib::Grid grid = fp8 ? calib::Grid::kFp8E4M3 : calib::Grid::kInt8;
-  const auto divergence = [&](calib::Method method) {
-    onnx::ModelProto candidate = model;
-    PlacementOptions po{o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude, fp8};
-    std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
-    po.matched_selectors = &matched;
-    ModelPlacement plan(&candidate, po);
-    for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    CorrectAndRewrite(&plan, plan.Ranges(TensorRanges(plan, table, method, o.percentile, grid)), RewriteOptionsFor(o),
-                      conv_input_means);
-    return accuracy::Divergence(accuracy::BudgetMetric::kCos, reference,
-                                accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
-  };
-  const double with_mse = divergence(calib::Method::kMse);
-  const double with_max = divergence(calib::Method::kMax);
-  const std::string chosen = with_max < with_mse ? "max" : "mse";
-  log::Info("calibration method: {} (held-out cos divergence: mse {:.6g}, max {:.6g})", chosen, with_mse, with_max);
-  return chosen;
 }
 
 // The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
@@ -283,7 +252,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
   // mse is never far from max and often better on real models, where entropy can lose a lot).
   report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;
-  calib::Method method = calib::ParseMethod(report.calibration_method);  // the default may become max below
+  const calib::Method method = calib::ParseMethod(report.calibration_method);
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
@@ -313,7 +282,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     // statistics are saved: a calibration cache describes the model as given (a run from the cache
     // has no data to smooth with).
     if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && o.save_calibration_cache.empty()) {
-      SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
+      report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
     }
     CaptureRequest request;
     request.tensors = plan->ActivationTensors();
@@ -364,12 +333,6 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // FP8 Q/DQ models at that level; 1.32 can). tests/corpus checks the default level separately.
   eval_runtime.basic_optimizations_only = true;
 
-  if (o.calibration_method.empty() && split.eval_count > 0) {
-    report.calibration_method = ChooseDefaultMethod(o, model, table, drops, reference, *data, eval_range, eval_runtime,
-                                                    conv_input_means);
-    method = calib::ParseMethod(report.calibration_method);
-  }
-
   std::vector<std::string> budget_exclusions;
   if (o.accuracy_budget >= 0) {
     if (!data || (split.eval_count == 0 && !o.accuracy_eval)) {
@@ -395,7 +358,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       why = "kept in float by --accuracy_budget";
     }
   }
-  const RewriteStats stats = CorrectAndRewrite(plan.get(), amax, rewrite, conv_input_means);
+  const RewriteStats stats = CorrectAndRewrite(plan.get(), amax, rewrite, conv_input_means, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !budget_exclusions.empty();
   if (stats.qdq_pairs == 0 && user_excluded) {

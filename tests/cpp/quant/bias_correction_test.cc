@@ -32,6 +32,44 @@ TEST(BiasCorrection, OutputShiftSumsWeightErrorTimesInputMeanPerGroup) {
   EXPECT_DOUBLE_EQ(dense[1], 0.0 * 10.0 + -1.0 * -2.0);
 }
 
+TEST(BiasCorrection, TapCoverageCountsOutputPositionsThatReadTheInputNotThePadding) {
+  onnx::NodeProto conv;
+  conv.set_op_type("Conv");
+  auto* pads = conv.add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  // 3x3 kernel, pads 1, on a 3x12 map: output 3x12; the top row of taps reads padding at output row 0.
+  const auto c = TapCoverage(conv, {3, 3}, {3, 12});
+  ASSERT_EQ(c.size(), 9u);
+  EXPECT_DOUBLE_EQ(c[0], (2.0 / 3.0) * (11.0 / 12.0));
+  EXPECT_DOUBLE_EQ(c[1], 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(c[4], 1.0);
+  EXPECT_DOUBLE_EQ(c[8], (2.0 / 3.0) * (11.0 / 12.0));
+  // No padding: every tap always reads the input.
+  onnx::NodeProto valid;
+  valid.set_op_type("Conv");
+  for (double v : TapCoverage(valid, {3, 3}, {5, 5})) EXPECT_DOUBLE_EQ(v, 1.0);
+  // SAME_UPPER, stride 2 on 4 wide: output 2, total padding 1 at the end; the last tap at output 1 reads it.
+  onnx::NodeProto same;
+  same.set_op_type("Conv");
+  auto* ap = same.add_attribute();
+  ap->set_name("auto_pad");
+  ap->set_type(onnx::AttributeProto::STRING);
+  ap->set_s("SAME_UPPER");
+  auto* st = same.add_attribute();
+  st->set_name("strides");
+  st->set_type(onnx::AttributeProto::INTS);
+  st->add_ints(2);
+  const auto s1 = TapCoverage(same, {3}, {4});
+  ASSERT_EQ(s1.size(), 3u);
+  EXPECT_DOUBLE_EQ(s1[0], 1.0);
+  EXPECT_DOUBLE_EQ(s1[2], 0.5);
+  // The shift weights each tap by its coverage.
+  const auto shift = ConvOutputShift({0, 0, 0}, {1, 1, 1}, {1, 1, 3}, 1, {2.0}, s1);
+  EXPECT_DOUBLE_EQ(shift[0], 2.0 * (1.0 + 1.0 + 0.5));
+}
+
 TEST(BiasCorrection, FakeQuantizedWeightIsTheRewritesGridPerChannel) {
   const std::vector<float> w = {0.3f, -1.27f, 0.011f, 0.5f, 0.25f, -0.124f};
   RewriteOptions int8;
@@ -66,7 +104,7 @@ TEST(BiasCorrection, CorrectedQuantizedConvMatchesFloatOnItsMeanInput) {
   const Placement plan = PlanPlacement(index, {});
   EXPECT_EQ(ConvInputsToCorrect(index, plan), std::vector<std::string>{"x"});
   RewriteOptions options;
-  ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", mean}}, options), 1);
+  ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", ConvInputStatistics{mean, {}}}}, options), 1);
   GraphIndex after(m.graph());
   const int conv = after.FindNode("conv");
   const std::vector<float> corrected = TensorToFloats(*after.Constant(m.graph().node(conv).input(2)));
@@ -94,7 +132,7 @@ TEST(BiasCorrection, ConvWithoutBiasGetsOneAndSharedBiasIsCopied) {
     onnx::ModelProto m = b.Build();
     GraphIndex index(m.graph());
     const Placement plan = PlanPlacement(index, {});
-    ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", std::vector<double>(16, 0.7)}}, {}), 1);
+    ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", ConvInputStatistics{std::vector<double>(16, 0.7), {}}}}, {}), 1);
     ASSERT_EQ(m.graph().node(0).input_size(), 3);
     EXPECT_NE(Init(m, m.graph().node(0).input(2)), nullptr);
   }
@@ -107,7 +145,7 @@ TEST(BiasCorrection, ConvWithoutBiasGetsOneAndSharedBiasIsCopied) {
     const std::vector<float> original = TensorToFloats(*Init(m, "bias"));
     GraphIndex index(m.graph());
     const Placement plan = PlanPlacement(index, {});
-    ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", std::vector<double>(16, 0.7)}}, {}), 2);
+    ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", ConvInputStatistics{std::vector<double>(16, 0.7), {}}}}, {}), 2);
     EXPECT_EQ(TensorToFloats(*Init(m, "bias")), original);  // the shared original is left alone
     EXPECT_NE(m.graph().node(0).input(2), "bias");
     EXPECT_NE(m.graph().node(2).input(2), "bias");
@@ -127,8 +165,8 @@ TEST(BiasCorrection, DepthwiseConvUsesItsOwnChannelsMeanAndSkipsMismatchedMeans)
   mean[5] = 2.0;  // only channel 5 has a non-zero mean: only its bias may move
   GraphIndex index(m.graph());
   const Placement plan = PlanPlacement(index, {});
-  EXPECT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", std::vector<double>(8, 1.0)}}, {}), 0);
-  ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", mean}}, {}), 1);
+  EXPECT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", ConvInputStatistics{std::vector<double>(8, 1.0), {}}}}, {}), 0);
+  ASSERT_EQ(CorrectConvBiases(m.mutable_graph(), index, plan, {{"x", ConvInputStatistics{mean, {}}}}, {}), 1);
   const std::vector<float> now = TensorToFloats(*Init(m, m.graph().node(0).input(2)));
   const std::vector<float> wq = FakeQuantizedWeight(w, {16, 1, 3, 3}, {}, "w");
   for (int c = 0; c < 16; ++c) {
