@@ -280,7 +280,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     UseCalibrationSamples(&*data, split);
     // Before calibration: smoothing changes the tensors calibration observes. Not when the
     // statistics are saved: a calibration cache describes the model as given (a run from the cache
-    // has no data to smooth with).
+    // has no data to smooth with), and a run from it must reproduce the saving run's model.
     if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && o.save_calibration_cache.empty()) {
       report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
     }
@@ -305,7 +305,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
         drops.emplace_back(name, "its input was never computed during calibration");
       }
     }
-    if (o.bias_correction) conv_input_means = ConvInputMeans(model, *plan, *data, Runtime(o));
+    // Not when the statistics are saved, as for smoothing: the cache has no channel means, and a run
+    // from it must give the model the saving run gave.
+    if (o.bias_correction && o.save_calibration_cache.empty()) {
+      conv_input_means = ConvInputMeans(model, *plan, *data, Runtime(o));
+    }
     report.execution_providers = captured.providers;
     report.num_calibration_samples = captured.num_samples;
     report.batch_size = request.batch_size;
