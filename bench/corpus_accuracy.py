@@ -4,7 +4,8 @@
   .deps/venv/bin/python bench/corpus_accuracy.py [--ptqkit build/ptqkit] [--models a,b] [--methods ...]
 
 Models come from scripts/fetch_corpus. For each model x precision (int8, fp8) x method (max, entropy,
-percentile, and mse when `ptqkit quantize --help` lists it) the quantized model runs in ONNX Runtime at
+percentile, mse when `ptqkit quantize --help` lists it, and "default": no --calibration_method) the
+quantized model runs in ONNX Runtime at
 ORT_ENABLE_BASIC (fake-quant) and at the default level (ORT_ENABLE_ALL) on held-out inputs; metrics
 compare it with FP32 on the same inputs. When ptqkit refuses the original model, the model is converted
 with onnx.version_converter to opset 13 (IR bumped to 7 if older) and quantized again: such rows say
@@ -32,8 +33,9 @@ def fmt(d):
 
 def quantize(ptqkit, model, calib, out, mode, method):
     cmd = [ptqkit, "quantize", "--onnx_path", str(model), "--output_path", str(out),
-           "--quantize_mode", mode, "--calibration_method", method,
-           "--calibration_data_path", str(calib), "--log_level", "WARNING"]
+           "--quantize_mode", mode, "--calibration_data_path", str(calib), "--log_level", "WARNING"]
+    if method != "default":  # "default": no --calibration_method, what a user gets
+        cmd += ["--calibration_method", method]
     r = subprocess.run(cmd, capture_output=True, text=True)
     err = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or [""])[-1]
     return r.returncode == 0, err
@@ -56,7 +58,7 @@ def main():
     a = ap.parse_args()
     helptext = subprocess.run([a.ptqkit, "quantize", "--help"], capture_output=True, text=True).stdout
     methods = a.methods.split(",") if a.methods else (
-        ["max", "entropy", "percentile"] + (["mse"] if "mse" in helptext else []))
+        ["max", "entropy", "percentile"] + (["mse"] if "mse" in helptext else []) + ["default"])
     print(f"| model | precision | method | metrics at ORT basic | metrics at ORT default | note |")
     print(f"|---|---|---|---|---|---|")
     tmp = Path(tempfile.mkdtemp(prefix="corpus_bench_"))

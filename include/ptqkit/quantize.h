@@ -59,6 +59,14 @@ struct QuantizeOptions {
   // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
   // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
   bool reduce_range = false;
+  // int8/fp8: subtract from each quantized Conv's bias the shift of its output mean that rounding
+  // its weights causes (measured input-channel means; quant/bias_correction.h). Edits bias values.
+  bool bias_correction = true;
+  // int8: SmoothQuant-style migration for MatMuls whose input comes from a Mul by a constant (the
+  // end of an exported GELU, a LayerNorm's gamma): input channel j is divided by
+  // s_j = amax_j^alpha / wmax_j^(1 - alpha), the MatMul weights' row j multiplied by it, folded into
+  // that constant (quant/activation_smoothing.h). Edits weights. 0 turns it off.
+  double smoothquant_alpha = 0.7;
 
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
@@ -183,6 +191,10 @@ struct QuantizeReport {
   std::map<std::string, int> quantized_by_op_type;                 // op type -> nodes with Q/DQ inputs
   std::vector<std::pair<std::string, std::string>> left_in_float;  // (node, reason), graph order
   int qdq_pairs = 0;
+  // Weight edits of the int8/fp8 pipeline (bias_correction, smoothquant_alpha): Convs whose bias was
+  // corrected, MatMul inputs smoothed (their weights and a Mul constant rescaled).
+  int bias_corrected_convs = 0;
+  int smoothed_matmul_inputs = 0;
   std::string calibration_method;  // the method used (the mode's default when none was given)
   int64_t num_calibration_samples = 0;
   int64_t batch_size = 0;

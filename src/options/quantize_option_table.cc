@@ -195,6 +195,18 @@ std::vector<OptionSpec> BuildTable() {
                    "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)")
                   .Details(R"(int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI)"));
 
+  // ---- weight edits of the int8/fp8 pipeline (on by default; each can be turned off)
+  t.push_back(Text("bias_correction", nullptr, "int8/fp8: correct Conv biases for the mean shift weight rounding causes")
+                  .Metavar("BOOL").Flagged()
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.bias_correction = ParseBoolWord("--bias_correction", v);
+                  })
+                  .Show([](const QuantizeSettings& s) { return std::string(s.options.bias_correction ? "true" : "false"); })
+                  .Details(R"(int8/fp8: subtract from each quantized Conv's bias the shift of its output mean caused by rounding its weights (input-channel means measured on the calibration data; **edits bias values**, adds a bias to a Conv that has none; skipped with `--save_calibration_cache`/`--calibration_cache`). `false` leaves biases as they are)"));
+  t.push_back(Real("smoothquant_alpha", &QuantizeOptions::smoothquant_alpha,
+                   "int8: SmoothQuant migration strength for MatMuls fed by a Mul by a constant (0 = off)")
+                  .Metavar("A").Details(R"(int8: SmoothQuant-style migration of activation outliers into the weights for MatMuls whose input is a Mul by a constant (an exported GELU's `* 0.5`, a LayerNorm's `* gamma` read only by MatMuls): channel j of the input is divided by `amax_j^A / wmax_j^(1-A)`, folded into that constant, and row j of the weights multiplied by it (**edits weights**; float outputs unchanged). `0` = off; skipped with `--save_calibration_cache`/`--calibration_cache`)"));
+
   // ---- int4
   t.push_back(Text("block_size", nullptr, "int4: weights per scale along K (-1: one block per output channel)")
                   .Metavar("N").KindIs(Kind::kInt).Apply([](QuantizeSettings& s, const std::string& v) {

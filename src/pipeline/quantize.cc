@@ -22,6 +22,9 @@
 #include "accuracy/accuracy_budget.h"
 #include "autotune/presets.h"
 #include "pipeline/autotune_placement.h"
+#include "pipeline/channel_capture.h"
+#include "quant/activation_smoothing.h"
+#include "quant/bias_correction.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
@@ -110,6 +113,9 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.accuracy_budget >= 0 && format.placement.weight_only) {
     throw Error(fmt::format("--accuracy_budget applies to {}", FormatNames(true)));
   }
+  if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {
+    throw Error(fmt::format("--smoothquant_alpha must be in [0, 1] (0 = off), got {}", o.smoothquant_alpha));
+  }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
@@ -148,6 +154,54 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& fo
   return rewrite;
 }
 
+// Input-channel means of every Conv the plan may quantize (main graph), for bias correction;
+// measured on the FP32 model over the calibration samples (one more forward pass).
+std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
+                                                          const CalibrationData& data, const RuntimeOptions& runtime) {
+  std::map<std::string, int> axis;
+  const ScopePlacement& main = plan.scopes().front();
+  for (const auto& t : ConvInputsToCorrect(*main.index, main.plan)) axis[t] = 1;
+  std::map<std::string, ConvInputStatistics> means;
+  if (axis.empty()) return means;
+  for (const auto& [t, stats] :
+       CaptureChannelStatistics(model, data.set, axis, data.batch_size, data.num_batches, runtime)) {
+    means[t] = ConvInputStatistics{stats.Mean(), stats.shape};
+  }
+  return means;
+}
+
+// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
+// from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
+int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                       const RuntimeOptions& runtime, double alpha) {
+  const ScopePlacement& main = plan.scopes().front();
+  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
+  if (sites.empty()) return 0;
+  std::map<std::string, int> axis;
+  for (const auto& s : sites) axis[s.tensor] = -1;
+  std::map<std::string, std::vector<float>> amax;
+  for (const auto& [t, stats] : CaptureChannelStatistics(*model, data.set, axis, data.batch_size, data.num_batches,
+                                                         runtime)) {
+    amax[t] = stats.absmax;
+  }
+  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
+  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+  return n;
+}
+
+// Bias correction (when measured) and then the Q/DQ rewrite.
+RewriteStats CorrectAndRewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
+                               const RewriteOptions& rewrite,
+                               const std::map<std::string, ConvInputStatistics>& conv_input_means,
+                               int* corrected = nullptr) {
+  if (!conv_input_means.empty()) {
+    const ScopePlacement& main = plan->scopes().front();
+    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, conv_input_means, rewrite);
+    if (corrected) *corrected = n;
+  }
+  return plan->Rewrite(amax, rewrite);
+}
+
 // The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
 // ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
 // table, evaluated on the held-out samples. Returns the nodes to keep in float.
@@ -157,6 +211,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               const accuracy::BatchOutputs& reference, CalibrationData& data,
                                               const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
+                                              const std::map<std::string, ConvInputStatistics>& conv_input_means,
                                               QuantizeReport* report) {
   const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
@@ -178,7 +233,8 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
     po.matched_selectors = &matched;
     ModelPlacement plan(&candidate, po);
     for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    plan.Rewrite(plan.Ranges(TensorRanges(plan, table, method, o.percentile, format.grid)), rewrite);
+    CorrectAndRewrite(&plan, plan.Ranges(TensorRanges(plan, table, method, o.percentile, format.grid)), rewrite,
+                      conv_input_means);
     if (o.accuracy_eval) return score_drop(candidate);
     return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
   };
@@ -269,16 +325,25 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
               "from the data",
               uncached, plan->ActivationTensors().size(), o.calibration_cache_path);
   }
+  std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
   if (!o.calibration_cache.empty()) {
     table = calib::CalibrationTable::Load(o.calibration_cache);
     report.calibration_from_cache = true;
+    log::Info("calibration cache: no data to measure channel statistics with, so no bias correction or smoothing");
   } else if (!trt_scales.empty() && uncached == 0) {
     report.calibration_from_cache = true;
+    log::Info("every scale comes from --calibration_cache_path: no data is read, so no bias correction or smoothing");
   } else {
     data = OpenCalibrationData(prepared, CalibrationRequest(o));
     report.synthetic_data = data->synthetic;
     split = SplitForEvaluation(*data, o.eval_samples);
     UseCalibrationSamples(&*data, split);
+    // Before calibration: smoothing changes the tensors calibration observes. Not when the
+    // statistics are saved: a calibration cache describes the model as given (a run from the cache
+    // has no data to smooth with), and a run from it must reproduce the saving run's model.
+    if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && o.save_calibration_cache.empty()) {
+      report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
+    }
     CaptureRequest request;
     request.tensors = plan->ActivationTensors();
     // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
@@ -304,6 +369,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                   name);
         drops.emplace_back(name, "its input was never computed during calibration");
       }
+    }
+    // Not when the statistics are saved, as for smoothing: the cache has no channel means, and a run
+    // from it must give the model the saving run gave.
+    if (o.bias_correction && o.save_calibration_cache.empty()) {
+      conv_input_means = ConvInputMeans(model, *plan, *data, Runtime(o));
     }
     report.execution_providers = captured.providers;
     report.num_calibration_samples = captured.num_samples;
@@ -338,7 +408,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
     budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime,
-                                             plan->QuantizedNodes(), &report);
+                                             plan->QuantizedNodes(), conv_input_means, &report);
     if (!budget_exclusions.empty()) {
       // The final plan keeps the search's choice in float too.
       PlacementOptions po = PlacementFor(o);
@@ -367,7 +437,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       ModelPlacement p(&candidate, po);
       for (const auto& [tensor, why] : drops) p.DropTensor(tensor, why);
       DropUncalibrated(&p, table);
-      p.Rewrite(p.Ranges(TensorRanges(p, table, method, o.percentile, format.grid)), rewrite);
+      CorrectAndRewrite(&p, p.Ranges(TensorRanges(p, table, method, o.percentile, format.grid)), rewrite,
+                        conv_input_means);
       QuantizeReport scratch;
       ConvertPrecision(&candidate, o, &scratch);
       return candidate;
@@ -416,7 +487,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                         : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
     }
   }
-  const RewriteStats stats = plan->Rewrite(amax, rewrite);
+  const RewriteStats stats = CorrectAndRewrite(plan.get(), amax, rewrite, conv_input_means, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() ||
                              !budget_exclusions.empty() || !autotune_exclusions.empty();

@@ -108,6 +108,12 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
+  if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0) {
+    fmt::format_to(it,
+                   "weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed (--bias_correction false, "
+                   "--smoothquant_alpha 0 turn them off)\n",
+                   r.bias_corrected_convs, r.smoothed_matmul_inputs);
+  }
   fmt::format_to(it, "left in float: {}\n", r.left_in_float.size());
   size_t width = 0;
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());

@@ -69,6 +69,8 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["left_in_float"] = nlohmann::ordered_json::array();
   for (const auto& [node, why] : r.left_in_float) j["left_in_float"].push_back({{"node", node}, {"reason", why}});
   j["qdq_pairs"] = r.qdq_pairs;
+  j["bias_corrected_convs"] = r.bias_corrected_convs;
+  j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   j["calibration_method"] = r.calibration_method;
   j["num_calibration_samples"] = r.num_calibration_samples;
   j["batch_size"] = r.batch_size;

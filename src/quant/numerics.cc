@@ -114,15 +114,15 @@ double NearestFloat8E4M3FN(double y) {
   return std::min(std::nearbyint(y / step) * step, max);
 }
 
-float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name) {
+float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name, bool warn) {
   if (!(std::isfinite(amax) && amax > 0.0f)) {
-    log::Warn("tensor '{}' has a degenerate calibration range (amax {}); using scale {}",
+    if (warn) log::Warn("tensor '{}' has a degenerate calibration range (amax {}); using scale {}",
               tensor_name, amax, kDegenerateScale);
     return kDegenerateScale;
   }
   const float scale = amax / qmax;
   if (!(scale >= kMinScale)) {
-    log::Warn("tensor '{}' has a tiny calibration range (amax {}); raising its scale to {}",
+    if (warn) log::Warn("tensor '{}' has a tiny calibration range (amax {}); raising its scale to {}",
               tensor_name, amax, kMinScale);
     return kMinScale;
   }

@@ -53,9 +53,9 @@ double NearestFloat8E4M3FN(double y);
 
 // amax / qmax, for a per-tensor or per-channel scale of `tensor_name`. A degenerate amax
 // (0, negative, NaN, Inf) gives kDegenerateScale, a scale below kMinScale is raised to it; both
-// log a warning naming the tensor. Never returns zero, a subnormal, Inf or NaN.
-// REQUIRES: qmax > 0 and finite.
-float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name);
+// log a warning naming the tensor (unless `warn` is false: a second computation of the same scale).
+// Never returns zero, a subnormal, Inf or NaN. REQUIRES: qmax > 0 and finite.
+float ScaleFromAmax(float amax, float qmax, std::string_view tensor_name, bool warn = true);
 
 // max |w| over every axis but `axis`, one value per index of `axis` (NaN ignored, Inf kept).
 // `axis` may be negative (counted from the end, as in ONNX). Throws ptqkit::Error for an axis

@@ -151,6 +151,16 @@ def test_transformer_structure(quantized, transformer):
         for lin in ("attn/q", "attn/k", "attn/v", "attn/proj", "mlp/fc1", "mlp/fc2"):
             n = g.by_name[f"/blocks.{b}/{lin}/MatMul"]
             assert g.is_quantized(n), f"{n.name} is not quantized"
+            if lin == "mlp/fc2":
+                # fc2 reads the GELU output, a Mul by 0.5: smoothing (--smoothquant_alpha) scaled its
+                # weight rows. The scales are the smoothed weight's absmax/127, and row j is the FP32
+                # row times one positive factor.
+                wq = qdq.weight_quant(g, n)
+                np.testing.assert_allclose(wq.scale, np.abs(wq.stored).max(0) / 127, rtol=1e-6)
+                ratio = wq.stored / _fp32_weight(ref, n)
+                np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones_like(ratio), rtol=1e-4)
+                assert (ratio > 0).all()
+                continue
             _check_weight(g, ref, n, axis=1)  # MatMul weight [K, N]: channels on axis 1
         # Attention core, GELU and LayerNorm chains stay in float by default.
         for name in ("attn/MatMul", "attn/MatMul_1", "attn/Softmax", "mlp/act/Erf", "mlp/act/Div",

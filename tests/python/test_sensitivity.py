@@ -350,7 +350,8 @@ def test_transformer_node_score_matches_independent_probe(cli, transformer, cali
     for node in ("/blocks.0/mlp/fc2/MatMul", "/head/MatMul"):
         probe = tmp_path / "probe.onnx"
         cli.quantize(transformer, probe, "--calibration_data_path", data, "--nodes_to_quantize", node,
-                     "--calibration_method", "mse", "--eval_samples", "0")  # the scan's calibration
+                     "--calibration_method", "mse", "--eval_samples", "0",  # the scan's calibration,
+                     "--smoothquant_alpha", "0", "--bias_correction", "false")  # and no weight edits
         expected = score_from_outputs(metric, ref, run_batched(probe, x))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=FUSION_REL_TOL), node
@@ -361,7 +362,8 @@ def test_op_type_score_matches_independent_probe(cli, resnet, calib, tmp_path):
     _, js = scan(cli, resnet, tmp_path / "s.json", data=data)
     probe = tmp_path / "probe.onnx"
     cli.quantize(resnet, probe, "--calibration_data_path", data, "--op_types_to_quantize", "Conv",
-                 "--calibration_method", "mse", "--eval_samples", "0")  # the scan's calibration
+                 "--calibration_method", "mse", "--eval_samples", "0",  # the scan's calibration,
+                 "--smoothquant_alpha", "0", "--bias_correction", "false")  # and no weight edits
     # The probe really is "every Conv quantized": each Conv reads its input through a DQ.
     g = onnx.load(str(probe)).graph
     producer = {o: n.op_type for n in g.node for o in n.output}

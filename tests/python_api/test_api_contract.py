@@ -36,10 +36,12 @@ def _cli_flags(cli, subcommand) -> dict[str, object]:
     """{flag: default} parsed from `ptqkit <subcommand> --help` (None: no default shown)."""
     text = cli.ok(subcommand, "--help").stdout
     flags = {}
-    for m in re.finditer(r"^\s+(?:-h,)?--(\w+)(?: (TEXT|FLOAT|INT)(?:=(\[[^\]]*\]|\S+))?)?", text, re.M):
+    for m in re.finditer(r"^\s+(?:-h,)?--(\w+)(?: (TEXT|FLOAT|INT|BOOLEAN)(?:=(\[[^\]]*\]|\S+))?)?", text, re.M):
         flag, kind, default = m.groups()
         if default is not None:
-            if default.startswith("["):
+            if kind == "BOOLEAN":  # an option that is on by default (--bias_correction false turns it off)
+                default = default in ("1", "true")
+            elif default.startswith("["):
                 default = [d.strip() for d in default[1:-1].split(",")]
             elif kind == "FLOAT":
                 default = float(default)
