@@ -23,6 +23,7 @@
 #include "cli_entry.h"
 #include "runtime/model_inputs.h"
 #include "pipeline/report_json.h"
+#include "options/option_docs.h"
 #include "options/option_spec.h"
 #include "pipeline/quantize_summary.h"
 #include "runtime/prepared_model.h"
@@ -141,44 +142,10 @@ py::dict RunQuantize(const std::map<std::string, std::vector<std::string>>& give
   return ReportToDict(report);
 }
 
-const char* KindWord(options::Kind kind) {
-  switch (kind) {
-    case options::Kind::kFlag: return "flag";
-    case options::Kind::kInt: return "int";
-    case options::Kind::kReal: return "real";
-    case options::Kind::kText: return "text";
-    case options::Kind::kList: return "list";
-  }
-  return "text";
-}
-
-// The option table for Python: the keyword list, defaults and docs of ptqkit.quantize().
-py::list QuantizeOptionTableToList() {
-  py::list table;
-  const options::QuantizeSettings defaults;
-  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {
-    py::dict d;
-    d["name"] = spec.name;
-    d["kind"] = KindWord(spec.kind);
-    d["metavar"] = spec.metavar;
-    d["help"] = spec.help;
-    d["details"] = spec.details;
-    d["default"] = spec.show ? spec.show(defaults) : std::string();
-    d["default_doc"] = spec.default_doc;
-    d["choices"] = spec.choices;
-    d["implicit_value"] = spec.implicit_value ? py::cast(*spec.implicit_value) : py::none();
-    d["is_path"] = spec.is_path;
-    d["python_none_default"] = spec.python_none_default;
-    d["quantize"] = (spec.commands & options::kQuantize) != 0;
-    d["calibrate"] = (spec.commands & options::kCalibrate) != 0;
-    d["cli"] = spec.cli;
-    d["python"] = spec.python;
-    d["aliases"] = spec.aliases;
-    d["modelopt_difference"] = spec.modelopt_difference;
-    d["refusal"] = spec.refusal;
-    table.append(d);
-  }
-  return table;
+// The option table for Python (`ptqkit options --format json`): ptqkit.quantize()'s keywords,
+// defaults and docs.
+py::object QuantizeOptionTableToList() {
+  return py::module_::import("json").attr("loads")(options::QuantizeOptionsJson());
 }
 
 // Returns the scores file's exact text (SerializeResult), so Python's json.loads gives what

@@ -60,7 +60,11 @@ std::string QuantizeOptionsJson() {
     nlohmann::ordered_json j;
     j["name"] = spec.name;
     j["kind"] = KindName(spec.kind);
+    j["metavar"] = spec.metavar;
     j["default"] = spec.show ? spec.show(defaults) : "";
+    j["default_doc"] = spec.default_doc;
+    j["is_path"] = spec.is_path;
+    j["python_none_default"] = spec.python_none_default;
     j["choices"] = spec.choices;
     j["implicit_value"] = spec.implicit_value ? nlohmann::ordered_json(*spec.implicit_value) : nullptr;
     j["quantize"] = (spec.commands & kQuantize) != 0;
@@ -71,6 +75,7 @@ std::string QuantizeOptionsJson() {
     j["modelopt_difference"] = spec.modelopt_difference;
     j["refusal"] = spec.refusal;
     j["help"] = spec.help;
+    j["details"] = spec.details;
     list.push_back(j);
   }
   return list.dump(1) + "\n";

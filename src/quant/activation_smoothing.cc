@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "onnx/fresh_name.h"
+
 namespace ptqkit {
 namespace {
 
@@ -26,17 +28,6 @@ bool PerChannelOrScalar(const onnx::TensorProto& c, int64_t k) {
   return true;
 }
 
-std::string FreshName(const onnx::GraphProto& graph, const std::string& base) {
-  std::set<std::string> names;
-  for (const auto& t : graph.initializer()) names.insert(t.name());
-  for (const auto& v : graph.input()) names.insert(v.name());
-  for (const auto& n : graph.node()) {
-    for (const auto& o : n.output()) names.insert(o);
-  }
-  std::string name = base;
-  for (int k = 1; names.count(name); ++k) name = fmt::format("{}_{}", base, k);
-  return name;
-}
 
 onnx::TensorProto* OwnInitializer(onnx::GraphProto* graph, const std::string& name) {
   for (auto& t : *graph->mutable_initializer()) {
@@ -155,7 +146,7 @@ int SmoothActivations(onnx::GraphProto* graph, const GraphIndex& index, const st
     // The constant gets a fresh initializer: it may be shared or a Constant node's output.
     onnx::NodeProto* mul = graph->mutable_node(e.mul);
     auto* t = graph->add_initializer();
-    t->set_name(FreshName(*graph, mul->input(e.constant_input) + "_smoothed"));
+    t->set_name(onnxio::FreshTensorName(*graph, mul->input(e.constant_input) + "_smoothed"));
     SetFloats(t, {static_cast<int64_t>(e.constant.size())}, e.constant);
     mul->set_input(e.constant_input, t->name());
   }

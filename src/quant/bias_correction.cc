@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "onnx/fresh_name.h"
 #include "quant/numerics.h"
 
 namespace ptqkit {
@@ -31,17 +32,6 @@ std::vector<std::pair<int, std::string>> CorrectableConvs(const GraphIndex& inde
   return convs;
 }
 
-std::string FreshName(const onnx::GraphProto& graph, const std::string& base) {
-  std::set<std::string> names;
-  for (const auto& t : graph.initializer()) names.insert(t.name());
-  for (const auto& v : graph.input()) names.insert(v.name());
-  for (const auto& n : graph.node()) {
-    for (const auto& o : n.output()) names.insert(o);
-  }
-  std::string name = base;
-  for (int k = 1; names.count(name); ++k) name = fmt::format("{}_{}", base, k);
-  return name;
-}
 
 void SetFloats(onnx::TensorProto* t, std::string name, const std::vector<float>& values) {  // name by value: may be t's
   t->Clear();
@@ -206,7 +196,7 @@ int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Pl
     if (own != nullptr) {
       SetFloats(own, own->name(), bias);
     } else {
-      const std::string name = FreshName(*graph, (has_bias ? conv->input(2) : conv->name() + "_bias") + "_corrected");
+      const std::string name = onnxio::FreshTensorName(*graph, (has_bias ? conv->input(2) : conv->name() + "_bias") + "_corrected");
       SetFloats(graph->add_initializer(), name, bias);
       while (conv->input_size() < 3) conv->add_input("");
       conv->set_input(2, name);
