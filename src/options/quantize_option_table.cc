@@ -38,13 +38,13 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 (int4: weight-only MatMul/Gemm)")
                   .Choices({"int8", "fp8", "int4"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, opset raised to 19) or `int4`: weight-only, the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a packed INT4 initializer + blocked `DequantizeLinear` (opset raised to 21, IR ≥ 10); activations stay float. The other options below that name int4 apply; node/op-type selectors apply too.)"));
   t.push_back(Text("opset", nullptr, "Opset of the output model (raised further when the mode needs it)")
-                  .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().DefaultDoc("the model's, raised to the mode's minimum")
+                  .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().Commands(kBoth).DefaultDoc("the model's, raised to the mode's minimum")
                   .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
                            "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 19, "
                            "int4: 21) it is raised to that, with a warning; below the model's own opset the model's is "
                            "kept, with a warning (as ModelOpt does)."));
   t.push_back(Text("override_shapes", nullptr, "Make input shapes static in the output model, e.g. input:1x3x224x224")
-                  .Metavar("in:1x3x224x224,...").Apply([](QuantizeSettings& s, const std::string& v) {
+                  .Metavar("in:1x3x224x224,...").Commands(kBoth).Apply([](QuantizeSettings& s, const std::string& v) {
                     s.options.override_shapes = ParseShapeList(v);
                   }).Show([](const QuantizeSettings& s) { return ShapeListText(s.options.override_shapes); })
                   .Details("Every dimension of the named graph inputs becomes the given fixed size in the output model "
@@ -55,6 +55,7 @@ std::vector<OptionSpec> BuildTable() {
                   .DefaultDoc("off (automatic above 2 GiB)").Details(R"(write weights to `<output>.data`)"));
   t.push_back(Flag("simplify", &QuantizeOptions::simplify,
                    "Fold constant subgraphs and remove dead nodes before quantizing")
+                  .Commands(kBoth)  // calibrate must observe the model quantize will plan on
                   .Details("Before placement: nodes whose inputs are all constants (initializers, Constant nodes, "
                            "shapes that shape inference fixes) are evaluated once by ONNX Runtime and replaced by "
                            "initializers, and nodes that no graph output depends on are removed. Outside control-flow "

@@ -309,3 +309,17 @@ def test_trt_plugins_put_the_trt_provider_first(cli, small_cnn, small_cnn_calib,
     r = cli.quantize(small_cnn, tmp_path / "o.onnx", "--calibration_data_path", small_cnn_calib,
                      "--trt_plugins", plugin)
     assert "adding the trt provider" in r.stderr
+
+
+def test_calibrate_takes_the_model_options(cli, tmp_path):
+    """`ptqkit calibrate --simplify` observes the model `quantize --simplify` plans on, so a table
+    calibrated alone quantizes to the same bytes."""
+    model = tmp_path / "m.onnx"
+    _model_with_constant_subgraph(model)
+    np.save(tmp_path / "x.npy", np.random.default_rng(2).standard_normal((32, 32)).astype(np.float32))
+    common = ["--calibration_data_path", tmp_path / "x.npy", "--simplify", "--opset", "18", "--eval_samples", "0"]
+    cli.ok("calibrate", "--onnx_path", model, *common, "-o", tmp_path / "table.json")
+    cli.quantize(model, tmp_path / "a.onnx", *common, "--save_calibration_cache", tmp_path / "saved.json")
+    cli.quantize(model, tmp_path / "b.onnx", "--calibration_cache", tmp_path / "table.json", "--simplify",
+                 "--opset", "18")
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
