@@ -263,13 +263,4 @@ std::vector<std::string> AutotuneCalibrationTensors(onnx::ModelProto& model, con
   return tensors;
 }
 
-void DropUncalibrated(ModelPlacement* plan, const calib::CalibrationTable& table) {
-  for (const auto& t : plan->ActivationTensors()) {
-    if (!table.tensors.count(t)) {
-      log::Debug("autotune: tensor '{}' was not calibrated; its Q/DQ is left out of this placement", t);
-      plan->DropTensor(t, "its input was not calibrated (a placement autotune tried)");
-    }
-  }
-}
-
 }  // namespace ptqkit

@@ -39,8 +39,4 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& inputs, Autotun
 std::vector<std::string> AutotuneCalibrationTensors(onnx::ModelProto& model, const PlacementOptions& options,
                                                     const ModelPlacement& plan);
 
-// Drops from `plan` the activation tensors `table` has no range for (a placement of several
-// autotune choices together that no single-exclusion plan had): their Q/DQ is left out.
-void DropUncalibrated(ModelPlacement* plan, const calib::CalibrationTable& table);
-
 }  // namespace ptqkit

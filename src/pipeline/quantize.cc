@@ -202,41 +202,81 @@ RewriteStats CorrectAndRewrite(ModelPlacement* plan, const std::map<std::string,
   return plan->Rewrite(amax, rewrite);
 }
 
+using TensorDrops = std::vector<std::pair<std::string, std::string>>;  // (tensor, why): float in every plan
+
+// The run's plan again with `in_float` also kept in float (the accuracy budget's and autotune's
+// choices), on `model`. Selectors are matched silently: the run's first plan already warned about
+// them. Keeping a node in float can move a Q/DQ onto a tensor the calibration never observed (a
+// residual Add's other input); such a Q/DQ is left out rather than given no range.
+std::unique_ptr<ModelPlacement> Replan(onnx::ModelProto* model, const QuantizeOptions& o,
+                                       const std::vector<std::string>& in_float, const TensorDrops& drops,
+                                       const calib::CalibrationTable& table) {
+  PlacementOptions po = PlacementFor(o);
+  po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
+  std::set<std::string> matched;
+  po.matched_selectors = &matched;
+  auto plan = std::make_unique<ModelPlacement>(model, po);
+  for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
+  for (const auto& t : plan->ActivationTensors()) {
+    if (!table.tensors.count(t)) plan->DropTensor(t, "its input was not calibrated (a node kept in float moved a Q/DQ)");
+  }
+  return plan;
+}
+
+// What budget and autotune candidates are scored by: the divergence of their outputs from FP32 on
+// the held-out samples, or, with the caller's scorer (Python's accuracy_eval), the drop of its
+// score from the FP32 model's (computed once, the first time it is needed).
+class CandidateScorer {
+ public:
+  CandidateScorer(const QuantizeOptions& o, const accuracy::BatchOutputs& reference, CalibrationData& data,
+                  const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime)
+      : o_(o), reference_(reference), data_(data), eval_range_(eval_range), runtime_(runtime),
+        metric_(accuracy::ParseBudgetMetric(o.accuracy_budget_metric)) {}
+
+  double operator()(const onnx::ModelProto& candidate) {
+    if (!o_.accuracy_eval) {
+      return accuracy::Divergence(metric_, reference_, accuracy::RunOutputs(candidate, data_.set, eval_range_, runtime_));
+    }
+    if (!fp32_score_) fp32_score_ = o_.accuracy_eval(o_.onnx_path);
+    TemporaryFolder folder("ptqkit-candidate-");
+    const std::string path = folder.path() + "/candidate.onnx";
+    onnxio::SaveModel(candidate, path);
+    return *fp32_score_ - o_.accuracy_eval(path);
+  }
+  accuracy::BudgetMetric metric() const { return metric_; }
+  std::string metric_name() const {
+    return o_.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric_);
+  }
+
+ private:
+  const QuantizeOptions& o_;
+  const accuracy::BatchOutputs& reference_;
+  CalibrationData& data_;
+  const accuracy::SampleRange& eval_range_;
+  const RuntimeOptions& runtime_;
+  accuracy::BudgetMetric metric_;
+  std::optional<double> fp32_score_;
+};
+
 // The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
 // ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
 // table, evaluated on the held-out samples. Returns the nodes to keep in float.
 std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
-                                              const calib::CalibrationTable& table,
-                                              const std::vector<std::pair<std::string, std::string>>& drops,
-                                              const accuracy::BatchOutputs& reference, CalibrationData& data,
-                                              const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime,
+                                              const calib::CalibrationTable& table, const TensorDrops& drops,
+                                              CandidateScorer& score,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               const std::map<std::string, ConvInputStatistics>& conv_input_means,
                                               QuantizeReport* report) {
-  const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
+  const accuracy::BudgetMetric metric = score.metric();
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   const calib::Method method = calib::ParseMethod(report->calibration_method);
   const RewriteOptions rewrite = RewriteOptionsFor(o, format);
-  // With the caller's scorer: the drop of its score from the FP32 model's.
-  const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
-  const auto score_drop = [&](const onnx::ModelProto& candidate) {
-    TemporaryFolder folder("ptqkit-budget-");
-    const std::string path = folder.path() + "/candidate.onnx";
-    onnxio::SaveModel(candidate, path);
-    return fp32_score - o.accuracy_eval(path);
-  };
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     onnx::ModelProto candidate = model;
-    PlacementOptions po = PlacementFor(o);
-    po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
-    std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
-    po.matched_selectors = &matched;
-    ModelPlacement plan(&candidate, po);
-    for (const auto& [tensor, why] : drops) plan.DropTensor(tensor, why);
-    CorrectAndRewrite(&plan, plan.Ranges(TensorRanges(plan, table, method, o.percentile, format.grid)), rewrite,
+    std::unique_ptr<ModelPlacement> plan = Replan(&candidate, o, in_float, drops, table);
+    CorrectAndRewrite(plan.get(), plan->Ranges(TensorRanges(*plan, table, method, o.percentile, format.grid)), rewrite,
                       conv_input_means);
-    if (o.accuracy_eval) return score_drop(candidate);
-    return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data.set, eval_range, runtime));
+    return score(candidate);
   };
 
   const double at_zero = divergence_with({});
@@ -274,7 +314,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   AccuracyBudgetReport r = accuracy::SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
     return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
   });
-  r.metric = o.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric);
+  r.metric = score.metric_name();
   r.evaluations += 1;  // the full quantization's
   for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
   if (!r.met) {
@@ -401,74 +441,48 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // FP8 Q/DQ models at that level; 1.32 can). tests/corpus checks the default level separately.
   eval_runtime.basic_optimizations_only = true;
 
-  std::vector<std::string> budget_exclusions;
+  // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
+  std::optional<CandidateScorer> scorer;
+  if (data) scorer.emplace(o, reference, *data, eval_range, eval_runtime);
+  std::vector<std::string> budget_exclusions, autotune_exclusions;
   if (o.accuracy_budget >= 0) {
     if (!data || (split.eval_count == 0 && !o.accuracy_eval)) {
       throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
-    budget_exclusions = SearchAccuracyBudget(o, model, table, drops, reference, *data, eval_range, eval_runtime,
-                                             plan->QuantizedNodes(), conv_input_means, &report);
-    if (!budget_exclusions.empty()) {
-      // The final plan keeps the search's choice in float too.
-      PlacementOptions po = PlacementFor(o);
-      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
-      plan = std::make_unique<ModelPlacement>(&model, po);
-      for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-    }
+    budget_exclusions =
+        SearchAccuracyBudget(o, model, table, drops, *scorer, plan->QuantizedNodes(), conv_input_means, &report);
+    // The final plan keeps the search's choice in float too.
+    if (!budget_exclusions.empty()) plan = Replan(&model, o, budget_exclusions, drops, table);
   }
 
-  std::vector<std::string> autotune_exclusions;
   if (!o.autotune.mode.empty()) {
     if (!data || split.eval_count == 0) {
       throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
                   "(--eval_samples > 0): every candidate's accuracy is checked on them");
     }
+    const auto with_budget = [&](std::vector<std::string> in_float) {
+      in_float.insert(in_float.end(), budget_exclusions.begin(), budget_exclusions.end());
+      return in_float;
+    };
     AutotuneInputs in;
     in.options = &o;
     in.fp32 = &model;
     in.build = [&](const std::vector<std::string>& in_float) {
       onnx::ModelProto candidate = model;
-      PlacementOptions po = PlacementFor(o);
-      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
-      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
-      std::set<std::string> matched;  // candidates re-plan silently; the run's own plan warns
-      po.matched_selectors = &matched;
-      ModelPlacement p(&candidate, po);
-      for (const auto& [tensor, why] : drops) p.DropTensor(tensor, why);
-      DropUncalibrated(&p, table);
-      CorrectAndRewrite(&p, p.Ranges(TensorRanges(p, table, method, o.percentile, format.grid)), rewrite,
+      std::unique_ptr<ModelPlacement> p = Replan(&candidate, o, with_budget(in_float), drops, table);
+      CorrectAndRewrite(p.get(), p->Ranges(TensorRanges(*p, table, method, o.percentile, format.grid)), rewrite,
                         conv_input_means);
       QuantizeReport scratch;
       ConvertPrecision(&candidate, o, &scratch);
       return candidate;
     };
-    const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
-    // With the caller's scorer (Python's accuracy_eval) the budget is a drop of its score, as in
-    // the budget search.
-    const double fp32_score = o.accuracy_eval ? o.accuracy_eval(o.onnx_path) : 0.0;
-    in.divergence = [&](const onnx::ModelProto& candidate) {
-      if (o.accuracy_eval) {
-        TemporaryFolder folder("ptqkit-autotune-");
-        onnxio::SaveModel(candidate, folder.path() + "/candidate.onnx");
-        return fp32_score - o.accuracy_eval(folder.path() + "/candidate.onnx");
-      }
-      return accuracy::Divergence(metric, reference, accuracy::RunOutputs(candidate, data->set, eval_range, eval_runtime));
-    };
-    in.divergence_metric = o.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric);
+    in.divergence = [&](const onnx::ModelProto& candidate) { return (*scorer)(candidate); };
+    in.divergence_metric = scorer->metric_name();
     in.quantized_nodes = plan->QuantizedNodes();
     in.feeds = data->set.ReadBatch(0, data->batch_size);
     autotune_exclusions = AutotunePlacement(in, &report.autotune);
-    if (!autotune_exclusions.empty()) {
-      PlacementOptions po = PlacementFor(o);
-      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), budget_exclusions.begin(), budget_exclusions.end());
-      po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), autotune_exclusions.begin(), autotune_exclusions.end());
-      std::set<std::string> matched;  // the run's own plan already warned about the user's selectors
-      po.matched_selectors = &matched;
-      plan = std::make_unique<ModelPlacement>(&model, po);
-      for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-      DropUncalibrated(plan.get(), table);
-    }
+    if (!autotune_exclusions.empty()) plan = Replan(&model, o, with_budget(autotune_exclusions), drops, table);
   }
 
   std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, format.grid);
