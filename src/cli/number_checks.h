@@ -8,20 +8,14 @@
 
 #include <string>
 
+#include "options/option_spec.h"
+
 namespace ptqkit::cli {
 
 // Decimal digits only (no sign), value at least `min`, at most `max_digits` digits.
 inline CLI::Validator Count(int64_t min, int max_digits) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || text.size() > static_cast<size_t>(max_digits) || std::stoll(text) < min) {
-          return "expected a whole number from " + std::to_string(min) + " with at most " +
-                 std::to_string(max_digits) + " digits, got '" + text + "'";
-        }
-        return "";
-      },
-      "");  // no name: --help keeps showing INT, as scripts parse it
+  return CLI::Validator([=](std::string& text) { return options::CountProblem(text, min, max_digits); },
+                        "");  // no name: --help keeps showing INT, as scripts parse it
 }
 
 }  // namespace ptqkit::cli

@@ -17,14 +17,19 @@
 
 namespace ptqkit::options {
 
-int64_t ParseCount(const std::string& option, const std::string& text, int64_t min_value, int max_digits) {
+std::string CountProblem(const std::string& text, int64_t min_value, int max_digits) {
   // Digits only, checked before converting: std::stoll would read "12abc" as 12 and saturating
   // parsers read 99999999999999999999 as INT64_MAX.
   const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || text.size() > static_cast<size_t>(max_digits) || std::stoll(text) < min_value) {
-    throw UsageError(fmt::format("{}: expected a whole number from {} with at most {} digits, got '{}'", option, min_value,
-                            max_digits, text));
+    return fmt::format("expected a whole number from {} with at most {} digits, got '{}'", min_value, max_digits, text);
   }
+  return "";
+}
+
+int64_t ParseCount(const std::string& option, const std::string& text, int64_t min_value, int max_digits) {
+  const std::string problem = CountProblem(text, min_value, max_digits);
+  if (!problem.empty()) throw UsageError(fmt::format("{}: {}", option, problem));
   return std::stoll(text);
 }
 

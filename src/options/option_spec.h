@@ -87,6 +87,9 @@ class UsageError : public Error {
 };
 
 // The value parsers the specs use, shared so the CLI and Python read numbers alike.
+// What is wrong with `text` as a count (digits only, at least `min_value`, at most `max_digits`
+// digits), or "" when nothing is.
+std::string CountProblem(const std::string& text, int64_t min_value, int max_digits);
 // ParseCount throws UsageError (the CLI's exit code 2); the others ptqkit::Error.
 int64_t ParseCount(const std::string& option, const std::string& text, int64_t min_value, int max_digits);
 double ParseReal(const std::string& option, const std::string& text);
