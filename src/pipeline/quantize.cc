@@ -10,21 +10,17 @@
 
 #include "base/log.h"
 #include "calib/method.h"
-#include "calib/scale_search.h"
 #include "calib/trt_calibration_cache.h"
 #include "base/atomic_file.h"
-#include "base/temporary_folder.h"
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "accuracy/output_agreement.h"
-#include "accuracy/accuracy_budget.h"
 #include "autotune/presets.h"
+#include "pipeline/accuracy_budget_search.h"
 #include "pipeline/autotune_placement.h"
-#include "pipeline/channel_capture.h"
-#include "quant/activation_smoothing.h"
-#include "quant/bias_correction.h"
+#include "pipeline/candidate_models.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
@@ -33,8 +29,6 @@
 #include "pipeline/quantize_int4.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "ptqkit/sensitivity.h"
-#include "sensitivity/rank_order.h"
 #include "quant/formats.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
@@ -133,199 +127,6 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
 }
 
-// Per-tensor ranges from the calibration statistics of the plan's activation tensors.
-std::map<std::string, float> TensorRanges(const ModelPlacement& plan, const calib::CalibrationTable& table,
-                                          calib::Method method, double percentile, const calib::Grid& grid) {
-  std::map<std::string, float> amax;
-  for (const auto& name : plan.ActivationTensors()) {
-    auto it = table.tensors.find(name);
-    if (it != table.tensors.end()) amax[name] = calib::ComputeAmax(it->second, method, percentile, grid);
-  }
-  return amax;
-}
-
-// How the options shape the Q/DQ nodes (the run's own rewrite and every budget candidate's).
-RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format) {
-  RewriteOptions rewrite;
-  rewrite.dq_only = o.dq_only;
-  rewrite.format = &format;
-  rewrite.activation_after_dq = format.ort_cpu_fusions_unsafe && o.target_runtime == "ort_cpu";
-  rewrite.reduce_range = o.reduce_range;
-  return rewrite;
-}
-
-// Input-channel means of every Conv the plan may quantize (main graph), for bias correction;
-// measured on the FP32 model over the calibration samples (one more forward pass).
-std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
-                                                          const CalibrationData& data, const RuntimeOptions& runtime) {
-  std::map<std::string, int> axis;
-  const ScopePlacement& main = plan.scopes().front();
-  for (const auto& t : ConvInputsToCorrect(*main.index, main.plan)) axis[t] = 1;
-  std::map<std::string, ConvInputStatistics> means;
-  if (axis.empty()) return means;
-  for (const auto& [t, stats] :
-       CaptureChannelStatistics(model, data.set, axis, data.batch_size, data.num_batches, runtime)) {
-    means[t] = ConvInputStatistics{stats.Mean(), stats.shape};
-  }
-  return means;
-}
-
-// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
-// from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
-int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                       const RuntimeOptions& runtime, double alpha) {
-  const ScopePlacement& main = plan.scopes().front();
-  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
-  if (sites.empty()) return 0;
-  std::map<std::string, int> axis;
-  for (const auto& s : sites) axis[s.tensor] = -1;
-  std::map<std::string, std::vector<float>> amax;
-  for (const auto& [t, stats] : CaptureChannelStatistics(*model, data.set, axis, data.batch_size, data.num_batches,
-                                                         runtime)) {
-    amax[t] = stats.absmax;
-  }
-  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
-  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
-  return n;
-}
-
-// Bias correction (when measured) and then the Q/DQ rewrite.
-RewriteStats CorrectAndRewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
-                               const RewriteOptions& rewrite,
-                               const std::map<std::string, ConvInputStatistics>& conv_input_means,
-                               int* corrected = nullptr) {
-  if (!conv_input_means.empty()) {
-    const ScopePlacement& main = plan->scopes().front();
-    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, conv_input_means, rewrite);
-    if (corrected) *corrected = n;
-  }
-  return plan->Rewrite(amax, rewrite);
-}
-
-using TensorDrops = std::vector<std::pair<std::string, std::string>>;  // (tensor, why): float in every plan
-
-// The run's plan again with `in_float` also kept in float (the accuracy budget's and autotune's
-// choices), on `model`. Selectors are matched silently: the run's first plan already warned about
-// them. Keeping a node in float can move a Q/DQ onto a tensor the calibration never observed (a
-// residual Add's other input); such a Q/DQ is left out rather than given no range.
-std::unique_ptr<ModelPlacement> Replan(onnx::ModelProto* model, const QuantizeOptions& o,
-                                       const std::vector<std::string>& in_float, const TensorDrops& drops,
-                                       const calib::CalibrationTable& table) {
-  PlacementOptions po = PlacementFor(o);
-  po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
-  std::set<std::string> matched;
-  po.matched_selectors = &matched;
-  auto plan = std::make_unique<ModelPlacement>(model, po);
-  for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-  for (const auto& t : plan->ActivationTensors()) {
-    if (!table.tensors.count(t)) plan->DropTensor(t, "its input was not calibrated (a node kept in float moved a Q/DQ)");
-  }
-  return plan;
-}
-
-// What budget and autotune candidates are scored by: the divergence of their outputs from FP32 on
-// the held-out samples, or, with the caller's scorer (Python's accuracy_eval), the drop of its
-// score from the FP32 model's (computed once, the first time it is needed).
-class CandidateScorer {
- public:
-  CandidateScorer(const QuantizeOptions& o, const accuracy::BatchOutputs& reference, CalibrationData& data,
-                  const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime)
-      : o_(o), reference_(reference), data_(data), eval_range_(eval_range), runtime_(runtime),
-        metric_(accuracy::ParseBudgetMetric(o.accuracy_budget_metric)) {}
-
-  double operator()(const onnx::ModelProto& candidate) {
-    if (!o_.accuracy_eval) {
-      return accuracy::Divergence(metric_, reference_, accuracy::RunOutputs(candidate, data_.set, eval_range_, runtime_));
-    }
-    if (!fp32_score_) fp32_score_ = o_.accuracy_eval(o_.onnx_path);
-    TemporaryFolder folder("ptqkit-candidate-");
-    const std::string path = folder.path() + "/candidate.onnx";
-    onnxio::SaveModel(candidate, path);
-    return *fp32_score_ - o_.accuracy_eval(path);
-  }
-  accuracy::BudgetMetric metric() const { return metric_; }
-  std::string metric_name() const {
-    return o_.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric_);
-  }
-
- private:
-  const QuantizeOptions& o_;
-  const accuracy::BatchOutputs& reference_;
-  CalibrationData& data_;
-  const accuracy::SampleRange& eval_range_;
-  const RuntimeOptions& runtime_;
-  accuracy::BudgetMetric metric_;
-  std::optional<double> fp32_score_;
-};
-
-// The accuracy-budget search (pipeline/accuracy_budget.h): one node sensitivity scan for the
-// ranking, then candidates quantized from copies of the FP32 `model` with the same calibration
-// table, evaluated on the held-out samples. Returns the nodes to keep in float.
-std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
-                                              const calib::CalibrationTable& table, const TensorDrops& drops,
-                                              CandidateScorer& score,
-                                              const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
-                                              const std::map<std::string, ConvInputStatistics>& conv_input_means,
-                                              QuantizeReport* report) {
-  const accuracy::BudgetMetric metric = score.metric();
-  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
-  const calib::Method method = calib::ParseMethod(report->calibration_method);
-  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
-  const auto divergence_with = [&](const std::vector<std::string>& in_float) {
-    onnx::ModelProto candidate = model;
-    std::unique_ptr<ModelPlacement> plan = Replan(&candidate, o, in_float, drops, table);
-    CorrectAndRewrite(plan.get(), plan->Ranges(TensorRanges(*plan, table, method, o.percentile, format.grid)), rewrite,
-                      conv_input_means);
-    return score(candidate);
-  };
-
-  const double at_zero = divergence_with({});
-  std::vector<std::string> ranking;
-  if (at_zero > o.accuracy_budget) {
-    log::Info("accuracy budget: divergence {:.6g} > {:.6g}; ranking nodes with a sensitivity scan", at_zero,
-              o.accuracy_budget);
-    SensitivityOptions so;
-    so.onnx_path = o.onnx_path;
-    so.calibration_data_path = o.calibration_data_path;
-    if (o.calibration_tensors) so.calibration_tensors = &*o.calibration_tensors;
-    so.num_calib_samples = o.num_synthetic_samples;
-    so.synthetic_seed = o.synthetic_seed;
-    so.granularity = "node";
-    so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
-    so.target_precision = o.quantize_mode;
-    so.calibration_method = report->calibration_method;
-    so.calibration_shapes = o.calibration_shapes;
-    so.calibration_batch_size = o.calibration_batch_size;
-    so.calibration_batch_axis = o.calibration_batch_axis;
-    so.calibration_eps = o.calibration_eps;
-    so.trt_plugins = o.trt_plugins;
-    so.intra_op_num_threads = o.intra_op_num_threads;
-    // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
-    std::set<std::string> quantized, op_types;
-    for (const auto& [node, op] : quantized_nodes) {
-      quantized.insert(node);
-      op_types.insert(op);
-    }
-    so.op_types_scope.assign(op_types.begin(), op_types.end());
-    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) {
-      if (quantized.count(node)) ranking.push_back(node);
-    }
-  }
-  AccuracyBudgetReport r = accuracy::SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
-    return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
-  });
-  r.metric = score.metric_name();
-  r.evaluations += 1;  // the full quantization's
-  for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
-  if (!r.met) {
-    log::Warn("accuracy budget {} ({}) not met even with all {} ranked node(s) in float (divergence {:.6g}); they stay "
-              "in float",
-              o.accuracy_budget, r.metric, ranking.size(), r.curve.back().second);
-  }
-  report->accuracy_budget = r;
-  return r.excluded_nodes;
-}
-
 }  // namespace
 
 QuantizeReport Quantize(const QuantizeOptions& o) {
@@ -353,7 +154,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   const auto calib_start = Clock::now();
   std::optional<CalibrationData> data;
   EvalSplit split;
-  std::vector<std::pair<std::string, std::string>> drops;  // (tensor, why): left in float by every plan
+  TensorDrops drops;  // left in float by every plan
   // TensorRT's calibration cache (--calibration_cache_path): its scales replace calibrated ones;
   // when it names every planned activation, nothing is calibrated.
   const std::map<std::string, float> trt_scales =
@@ -434,7 +235,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
+  const CandidateBuilder build(CandidateRecipe{&o, &format, method, &table, drops, trt_scales, conv_input_means});
   RuntimeOptions eval_runtime = Runtime(o);
   // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
@@ -450,10 +251,9 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
-    budget_exclusions =
-        SearchAccuracyBudget(o, model, table, drops, *scorer, plan->QuantizedNodes(), conv_input_means, &report);
+    budget_exclusions = SearchAccuracyBudget(o, model, build, *scorer, plan->QuantizedNodes(), &report);
     // The final plan keeps the search's choice in float too.
-    if (!budget_exclusions.empty()) plan = Replan(&model, o, budget_exclusions, drops, table);
+    if (!budget_exclusions.empty()) plan = build.Plan(&model, budget_exclusions);
   }
 
   if (!o.autotune.mode.empty()) {
@@ -468,29 +268,16 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     AutotuneInputs in;
     in.options = &o;
     in.fp32 = &model;
-    in.build = [&](const std::vector<std::string>& in_float) {
-      onnx::ModelProto candidate = model;
-      std::unique_ptr<ModelPlacement> p = Replan(&candidate, o, with_budget(in_float), drops, table);
-      CorrectAndRewrite(p.get(), p->Ranges(TensorRanges(*p, table, method, o.percentile, format.grid)), rewrite,
-                        conv_input_means);
-      QuantizeReport scratch;
-      ConvertPrecision(&candidate, o, &scratch);
-      return candidate;
-    };
+    in.build = [&](const std::vector<std::string>& in_float) { return build.Build(model, with_budget(in_float)); };
     in.divergence = [&](const onnx::ModelProto& candidate) { return (*scorer)(candidate); };
     in.divergence_metric = scorer->metric_name();
     in.quantized_nodes = plan->QuantizedNodes();
     in.feeds = data->set.ReadBatch(0, data->batch_size);
     autotune_exclusions = AutotunePlacement(in, &report.autotune);
-    if (!autotune_exclusions.empty()) plan = Replan(&model, o, with_budget(autotune_exclusions), drops, table);
+    if (!autotune_exclusions.empty()) plan = build.Plan(&model, with_budget(autotune_exclusions));
   }
 
-  std::map<std::string, float> ranges = TensorRanges(*plan, table, method, o.percentile, format.grid);
-  for (const auto& tensor : plan->ActivationTensors()) {  // amax = scale * the grid's largest value
-    auto it = trt_scales.find(tensor);
-    if (it != trt_scales.end()) ranges[tensor] = it->second * format.qmax;
-  }
-  const std::map<std::string, float> amax = plan->Ranges(ranges);
+  const std::map<std::string, float> amax = build.Ranges(*plan);
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();
   for (auto& [node, why] : report.left_in_float) {
@@ -501,7 +288,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                         : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
     }
   }
-  const RewriteStats stats = CorrectAndRewrite(plan.get(), amax, rewrite, conv_input_means, &report.bias_corrected_convs);
+  const RewriteStats stats = build.Rewrite(plan.get(), amax, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() ||
                              !budget_exclusions.empty() || !autotune_exclusions.empty();

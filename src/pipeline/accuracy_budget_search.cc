@@ -1,0 +1,68 @@
+#include "pipeline/accuracy_budget_search.h"
+
+#include <set>
+
+#include "base/log.h"
+#include "ptqkit/sensitivity.h"
+#include "sensitivity/rank_order.h"
+
+namespace ptqkit {
+
+std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
+                                              const CandidateBuilder& build, CandidateScorer& score,
+                                              const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
+                                              QuantizeReport* report) {
+  const accuracy::BudgetMetric metric = score.metric();
+  const auto divergence_with = [&](const std::vector<std::string>& in_float) {
+    return score(build.Build(model, in_float));
+  };
+
+  const double at_zero = divergence_with({});
+  std::vector<std::string> ranking;
+  if (at_zero > o.accuracy_budget) {
+    log::Info("accuracy budget: divergence {:.6g} > {:.6g}; ranking nodes with a sensitivity scan", at_zero,
+              o.accuracy_budget);
+    SensitivityOptions so;
+    so.onnx_path = o.onnx_path;
+    so.calibration_data_path = o.calibration_data_path;
+    if (o.calibration_tensors) so.calibration_tensors = &*o.calibration_tensors;
+    so.num_calib_samples = o.num_synthetic_samples;
+    so.synthetic_seed = o.synthetic_seed;
+    so.granularity = "node";
+    so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
+    so.target_precision = o.quantize_mode;
+    so.calibration_method = report->calibration_method;
+    so.calibration_shapes = o.calibration_shapes;
+    so.calibration_batch_size = o.calibration_batch_size;
+    so.calibration_batch_axis = o.calibration_batch_axis;
+    so.calibration_eps = o.calibration_eps;
+    so.trt_plugins = o.trt_plugins;
+    so.intra_op_num_threads = o.intra_op_num_threads;
+    // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
+    std::set<std::string> quantized, op_types;
+    for (const auto& [node, op] : quantized_nodes) {
+      quantized.insert(node);
+      op_types.insert(op);
+    }
+    so.op_types_scope.assign(op_types.begin(), op_types.end());
+    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) {
+      if (quantized.count(node)) ranking.push_back(node);
+    }
+  }
+  AccuracyBudgetReport r = accuracy::SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {
+    return divergence_with(std::vector<std::string>(ranking.begin(), ranking.begin() + k));
+  });
+  r.metric = score.metric_name();
+  r.evaluations += 1;  // the full quantization's
+  for (size_t i = 0; i < r.excluded_nodes.size(); ++i) r.excluded_nodes[i] = ranking[i];
+  if (!r.met) {
+    log::Warn("accuracy budget {} ({}) not met even with all {} ranked node(s) in float (divergence {:.6g}); they stay "
+              "in float",
+              o.accuracy_budget, r.metric, ranking.size(), r.curve.back().second);
+  }
+  report->accuracy_budget = r;
+  return r.excluded_nodes;
+}
+
+
+}  // namespace ptqkit

@@ -1,0 +1,130 @@
+#include "pipeline/candidate_models.h"
+
+#include <set>
+
+#include "base/log.h"
+#include "base/temporary_folder.h"
+#include "calib/scale_search.h"
+#include "onnx/model_io.h"
+#include "pipeline/channel_capture.h"
+#include "pipeline/model_options.h"
+#include "pipeline/model_output.h"
+#include "quant/activation_smoothing.h"
+
+namespace ptqkit {
+
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format) {
+  RewriteOptions rewrite;
+  rewrite.dq_only = o.dq_only;
+  rewrite.format = &format;
+  rewrite.activation_after_dq = format.ort_cpu_fusions_unsafe && o.target_runtime == "ort_cpu";
+  rewrite.reduce_range = o.reduce_range;
+  return rewrite;
+}
+
+std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
+                                                          const CalibrationData& data, const RuntimeOptions& runtime) {
+  std::map<std::string, int> axis;
+  const ScopePlacement& main = plan.scopes().front();
+  for (const auto& t : ConvInputsToCorrect(*main.index, main.plan)) axis[t] = 1;
+  std::map<std::string, ConvInputStatistics> means;
+  if (axis.empty()) return means;
+  for (const auto& [t, stats] :
+       CaptureChannelStatistics(model, data.set, axis, data.batch_size, data.num_batches, runtime)) {
+    means[t] = ConvInputStatistics{stats.Mean(), stats.shape};
+  }
+  return means;
+}
+
+int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                       const RuntimeOptions& runtime, double alpha) {
+  const ScopePlacement& main = plan.scopes().front();
+  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
+  if (sites.empty()) return 0;
+  std::map<std::string, int> axis;
+  for (const auto& s : sites) axis[s.tensor] = -1;
+  std::map<std::string, std::vector<float>> amax;
+  for (const auto& [t, stats] : CaptureChannelStatistics(*model, data.set, axis, data.batch_size, data.num_batches,
+                                                         runtime)) {
+    amax[t] = stats.absmax;
+  }
+  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
+  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+  return n;
+}
+
+CandidateBuilder::CandidateBuilder(CandidateRecipe recipe)
+    : recipe_(std::move(recipe)), rewrite_(RewriteOptionsFor(*recipe_.options, *recipe_.format)) {}
+
+std::unique_ptr<ModelPlacement> CandidateBuilder::Plan(onnx::ModelProto* model,
+                                                       const std::vector<std::string>& in_float) const {
+  PlacementOptions po = PlacementFor(*recipe_.options);
+  po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
+  std::set<std::string> matched;
+  po.matched_selectors = &matched;
+  auto plan = std::make_unique<ModelPlacement>(model, po);
+  for (const auto& [tensor, why] : recipe_.drops) plan->DropTensor(tensor, why);
+  for (const auto& t : plan->ActivationTensors()) {
+    if (!recipe_.table->tensors.count(t) && !recipe_.fixed_scales.count(t)) {
+      plan->DropTensor(t, "its input was not calibrated (a node kept in float moved a Q/DQ)");
+    }
+  }
+  return plan;
+}
+
+std::map<std::string, float> CandidateBuilder::Ranges(const ModelPlacement& plan) const {
+  const QuantFormat& format = *recipe_.format;
+  std::map<std::string, float> amax;
+  for (const auto& name : plan.ActivationTensors()) {
+    auto fixed = recipe_.fixed_scales.find(name);
+    auto it = recipe_.table->tensors.find(name);
+    if (fixed != recipe_.fixed_scales.end()) {
+      amax[name] = fixed->second * format.qmax;  // amax = scale * the grid's largest value
+    } else if (it != recipe_.table->tensors.end()) {
+      amax[name] = calib::ComputeAmax(it->second, recipe_.method, recipe_.options->percentile, format.grid);
+    }
+  }
+  return plan.Ranges(amax);
+}
+
+RewriteStats CandidateBuilder::Rewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
+                                       int* corrected) const {
+  if (!recipe_.conv_input_means.empty()) {
+    const ScopePlacement& main = plan->scopes().front();
+    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, recipe_.conv_input_means, rewrite_);
+    if (corrected) *corrected = n;
+  }
+  return plan->Rewrite(amax, rewrite_);
+}
+
+onnx::ModelProto CandidateBuilder::Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const {
+  onnx::ModelProto candidate = fp32;
+  std::unique_ptr<ModelPlacement> plan = Plan(&candidate, in_float);
+  Rewrite(plan.get(), Ranges(*plan));
+  QuantizeReport scratch;
+  ConvertPrecision(&candidate, *recipe_.options, &scratch);
+  return candidate;
+}
+
+CandidateScorer::CandidateScorer(const QuantizeOptions& o, const accuracy::BatchOutputs& reference,
+                                 CalibrationData& data, const accuracy::SampleRange& eval_range,
+                                 const RuntimeOptions& runtime)
+    : o_(o), reference_(reference), data_(data), eval_range_(eval_range), runtime_(runtime),
+      metric_(accuracy::ParseBudgetMetric(o.accuracy_budget_metric)) {}
+
+double CandidateScorer::operator()(const onnx::ModelProto& candidate) {
+  if (!o_.accuracy_eval) {
+    return accuracy::Divergence(metric_, reference_, accuracy::RunOutputs(candidate, data_.set, eval_range_, runtime_));
+  }
+  if (!fp32_score_) fp32_score_ = o_.accuracy_eval(o_.onnx_path);
+  TemporaryFolder folder("ptqkit-candidate-");
+  const std::string path = folder.path() + "/candidate.onnx";
+  onnxio::SaveModel(candidate, path);
+  return *fp32_score_ - o_.accuracy_eval(path);
+}
+
+std::string CandidateScorer::metric_name() const {
+  return o_.accuracy_eval ? "accuracy_eval drop" : accuracy::BudgetMetricName(metric_);
+}
+
+}  // namespace ptqkit

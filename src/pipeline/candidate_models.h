@@ -1,0 +1,105 @@
+// How one quantize run turns its FP32 model and calibration into quantized models: the final
+// model, every accuracy-budget candidate and every autotune candidate are built by the same
+// CandidateBuilder, so they differ only in the nodes they keep in float (same ranges, bias
+// correction, rewrite options and precision conversion). CandidateScorer scores candidates alike.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accuracy/accuracy_budget.h"
+#include "accuracy/output_agreement.h"
+#include "calib/calibration_table.h"
+#include "calib/method.h"
+#include "ptqkit/quantize.h"
+#include "quant/bias_correction.h"
+#include "quant/formats.h"
+#include "quant/model_placement.h"
+#include "quant/qdq_rewrite.h"
+#include "runtime/prepared_model.h"
+
+namespace ptqkit {
+
+using TensorDrops = std::vector<std::pair<std::string, std::string>>;  // (tensor, why): float in every plan
+
+// How the options shape the Q/DQ nodes.
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format);
+
+// Input-channel means of every Conv the plan may quantize (main graph), for bias correction;
+// measured on the FP32 model over the calibration samples (one more forward pass).
+std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
+                                                          const CalibrationData& data, const RuntimeOptions& runtime);
+
+// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
+// from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
+// Edits `model`; returns the number of smoothed inputs.
+int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                       const RuntimeOptions& runtime, double alpha);
+
+struct CandidateRecipe {
+  const QuantizeOptions* options = nullptr;
+  const QuantFormat* format = nullptr;
+  calib::Method method = calib::Method::kMse;
+  const calib::CalibrationTable* table = nullptr;
+  TensorDrops drops;
+  std::map<std::string, float> fixed_scales;                    // --calibration_cache_path: tensor -> scale
+  std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
+};
+
+class CandidateBuilder {
+ public:
+  explicit CandidateBuilder(CandidateRecipe recipe);
+
+  // The run's placement on `model` with `in_float` also kept in float. Selectors are matched
+  // silently: the run's first plan already warned about them. Keeping a node in float can move a
+  // Q/DQ onto a tensor the calibration never observed (a residual Add's other input); such a Q/DQ
+  // is left out rather than given no range.
+  std::unique_ptr<ModelPlacement> Plan(onnx::ModelProto* model, const std::vector<std::string>& in_float) const;
+
+  // Every activation amax of `plan`: the calibration method's on the table, a fixed scale where the
+  // TensorRT cache gives one, then shared where the placement shares ranges (Concat inputs...).
+  std::map<std::string, float> Ranges(const ModelPlacement& plan) const;
+
+  // Bias correction (when measured), then the Q/DQ rewrite with `amax`. `corrected`: the number of
+  // Conv biases corrected.
+  RewriteStats Rewrite(ModelPlacement* plan, const std::map<std::string, float>& amax, int* corrected = nullptr) const;
+
+  // A copy of `fp32` quantized with `in_float` kept in float, in the run's output precision.
+  onnx::ModelProto Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const;
+
+  RewriteOptions rewrite_options() const { return rewrite_; }
+
+ private:
+  CandidateRecipe recipe_;
+  RewriteOptions rewrite_;
+};
+
+// What budget and autotune candidates are scored by: the divergence of their outputs from FP32 on
+// the held-out samples, or, with the caller's scorer (Python's accuracy_eval), the drop of its
+// score from the FP32 model's (computed once, the first time it is needed).
+class CandidateScorer {
+ public:
+  CandidateScorer(const QuantizeOptions& o, const accuracy::BatchOutputs& reference, CalibrationData& data,
+                  const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime);
+
+  double operator()(const onnx::ModelProto& candidate);
+  accuracy::BudgetMetric metric() const { return metric_; }
+  std::string metric_name() const;
+
+ private:
+  const QuantizeOptions& o_;
+  const accuracy::BatchOutputs& reference_;
+  CalibrationData& data_;
+  const accuracy::SampleRange& eval_range_;
+  const RuntimeOptions& runtime_;
+  accuracy::BudgetMetric metric_;
+  std::optional<double> fp32_score_;
+};
+
+}  // namespace ptqkit
