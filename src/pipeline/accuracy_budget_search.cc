@@ -64,5 +64,4 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
   return r.excluded_nodes;
 }
 
-
 }  // namespace ptqkit

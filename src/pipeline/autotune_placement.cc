@@ -252,7 +252,7 @@ std::vector<std::string> AutotuneCalibrationTensors(onnx::ModelProto& model, con
   std::set<std::string> seen(tensors.begin(), tensors.end());
   for (const auto& [node, op] : plan.QuantizedNodes()) {
     PlacementOptions po = options;
-    po.nodes_to_exclude.push_back(node);
+    po.kept_in_float[node] = "autotune candidate";  // by exact name, as the candidates keep it
     std::set<std::string> matched;  // silent: the run's own plan warned about the user's selectors
     po.matched_selectors = &matched;
     const ModelPlacement variant(&model, po);  // planning only reads the model

@@ -56,10 +56,9 @@ int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, cons
 CandidateBuilder::CandidateBuilder(CandidateRecipe recipe)
     : recipe_(std::move(recipe)), rewrite_(RewriteOptionsFor(*recipe_.options, *recipe_.format)) {}
 
-std::unique_ptr<ModelPlacement> CandidateBuilder::Plan(onnx::ModelProto* model,
-                                                       const std::vector<std::string>& in_float) const {
+std::unique_ptr<ModelPlacement> CandidateBuilder::Plan(onnx::ModelProto* model, const KeptInFloat& in_float) const {
   PlacementOptions po = PlacementFor(*recipe_.options);
-  po.nodes_to_exclude.insert(po.nodes_to_exclude.end(), in_float.begin(), in_float.end());
+  po.kept_in_float = in_float;
   std::set<std::string> matched;
   po.matched_selectors = &matched;
   auto plan = std::make_unique<ModelPlacement>(model, po);
@@ -99,7 +98,9 @@ RewriteStats CandidateBuilder::Rewrite(ModelPlacement* plan, const std::map<std:
 
 onnx::ModelProto CandidateBuilder::Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const {
   onnx::ModelProto candidate = fp32;
-  std::unique_ptr<ModelPlacement> plan = Plan(&candidate, in_float);
+  KeptInFloat kept;
+  for (const auto& node : in_float) kept.emplace(node, "kept in float by the candidate");
+  std::unique_ptr<ModelPlacement> plan = Plan(&candidate, kept);
   Rewrite(plan.get(), Ranges(*plan));
   QuantizeReport scratch;
   ConvertPrecision(&candidate, *recipe_.options, &scratch);

@@ -27,6 +27,7 @@
 namespace ptqkit {
 
 using TensorDrops = std::vector<std::pair<std::string, std::string>>;  // (tensor, why): float in every plan
+using KeptInFloat = std::map<std::string, std::string>;                 // node -> why (a search chose it)
 
 // How the options shape the Q/DQ nodes.
 RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format);
@@ -56,11 +57,11 @@ class CandidateBuilder {
  public:
   explicit CandidateBuilder(CandidateRecipe recipe);
 
-  // The run's placement on `model` with `in_float` also kept in float. Selectors are matched
-  // silently: the run's first plan already warned about them. Keeping a node in float can move a
-  // Q/DQ onto a tensor the calibration never observed (a residual Add's other input); such a Q/DQ
-  // is left out rather than given no range.
-  std::unique_ptr<ModelPlacement> Plan(onnx::ModelProto* model, const std::vector<std::string>& in_float) const;
+  // The run's placement on `model` with the nodes of `in_float` also kept in float, for the reason
+  // given. Selectors are matched silently: the run's first plan already warned about them. Keeping a
+  // node in float can move a Q/DQ onto a tensor the calibration never observed (a residual Add's
+  // other input); such a Q/DQ is left out rather than given no range.
+  std::unique_ptr<ModelPlacement> Plan(onnx::ModelProto* model, const KeptInFloat& in_float) const;
 
   // Every activation amax of `plan`: the calibration method's on the table, a fixed scale where the
   // TensorRT cache gives one, then shared where the placement shares ranges (Concat inputs...).
@@ -72,8 +73,6 @@ class CandidateBuilder {
 
   // A copy of `fp32` quantized with `in_float` kept in float, in the run's output precision.
   onnx::ModelProto Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const;
-
-  RewriteOptions rewrite_options() const { return rewrite_; }
 
  private:
   CandidateRecipe recipe_;

@@ -246,6 +246,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   std::optional<CandidateScorer> scorer;
   if (data) scorer.emplace(o, reference, *data, eval_range, eval_runtime);
   std::vector<std::string> budget_exclusions, autotune_exclusions;
+  KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
   if (o.accuracy_budget >= 0) {
     if (!data || (split.eval_count == 0 && !o.accuracy_eval)) {
       throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
@@ -253,7 +254,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     }
     budget_exclusions = SearchAccuracyBudget(o, model, build, *scorer, plan->QuantizedNodes(), &report);
     // The final plan keeps the search's choice in float too.
-    if (!budget_exclusions.empty()) plan = build.Plan(&model, budget_exclusions);
+    for (const auto& node : budget_exclusions) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
+    if (!budget_exclusions.empty()) plan = build.Plan(&model, kept_in_float);
   }
 
   if (!o.autotune.mode.empty()) {
@@ -274,20 +276,16 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     in.quantized_nodes = plan->QuantizedNodes();
     in.feeds = data->set.ReadBatch(0, data->batch_size);
     autotune_exclusions = AutotunePlacement(in, &report.autotune);
-    if (!autotune_exclusions.empty()) plan = build.Plan(&model, with_budget(autotune_exclusions));
+    const std::string why = report.autotune.gate_passed
+                                ? "kept in float by --autotune (faster)"
+                                : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
+    for (const auto& node : autotune_exclusions) kept_in_float.emplace(node, why);
+    if (!autotune_exclusions.empty()) plan = build.Plan(&model, kept_in_float);
   }
 
   const std::map<std::string, float> amax = build.Ranges(*plan);
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();
-  for (auto& [node, why] : report.left_in_float) {
-    if (std::find(budget_exclusions.begin(), budget_exclusions.end(), node) != budget_exclusions.end()) {
-      why = "kept in float by --accuracy_budget";
-    } else if (std::find(autotune_exclusions.begin(), autotune_exclusions.end(), node) != autotune_exclusions.end()) {
-      why = report.autotune.gate_passed ? "kept in float by --autotune (faster)"
-                                        : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
-    }
-  }
   const RewriteStats stats = build.Rewrite(plan.get(), amax, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
   const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() ||

@@ -45,6 +45,7 @@ class Planner {
         profile_(options.format->placement),
         disable_mha_qdq_(options.disable_mha_qdq),
         replaces_weights_(options.replaces_weights),
+        kept_in_float_(options.kept_in_float),
         include_(graph, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
                  "--op_types_to_quantize", options.matched_selectors),
         exclude_(graph, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
@@ -70,6 +71,11 @@ class Planner {
 
  private:
   bool Excluded(int i) {
+    auto kept = kept_in_float_.find(g_.node(i).name());
+    if (kept != kept_in_float_.end()) {
+      plan_.float_reasons[i] = kept->second;
+      return true;
+    }
     if (!exclude_.Selects(i)) return false;
     plan_.float_reasons[i] = "excluded by user (" + exclude_.Why(i) + ")";
     return true;
@@ -276,6 +282,7 @@ class Planner {
   const PlacementProfile& profile_;
   bool disable_mha_qdq_;
   bool replaces_weights_;
+  const std::map<std::string, std::string>& kept_in_float_;
   NodeSelector include_;
   NodeSelector exclude_;
   Placement plan_;

@@ -26,6 +26,9 @@ struct PlacementOptions {
   std::vector<std::string> op_types_to_exclude;
   std::vector<std::string> nodes_to_quantize;
   std::vector<std::string> nodes_to_exclude;
+  // Nodes a search keeps in float (--accuracy_budget, --autotune): exact node names, never
+  // patterns, each with the reason the report gives for it.
+  std::map<std::string, std::string> kept_in_float;
   // The format's rules (quant/formats.h): which ops beyond the compute ops are quantized and which
   // Convs stay float. Default: INT8's.
   const QuantFormat* format = &FindFormat("int8", "--quantize_mode");

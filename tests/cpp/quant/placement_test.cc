@@ -331,6 +331,21 @@ TEST(Selectors, NodesToQuantizeTakesPrecedenceThenExclusionsApply) {
   EXPECT_TRUE(p.NodeQuantized("/l/Relu"));
 }
 
+// What a search keeps in float is named exactly, with its own reason, and never read as a pattern:
+// a budget choice "/l/Mat" (a node of another scope, say) must not take "/l/MatMul*" with it.
+TEST(Selectors, KeptInFloatIsExactAndCarriesItsReason) {
+  PlacementOptions o;
+  o.kept_in_float = {{"/l/MatMul", "kept in float by --accuracy_budget"}};
+  auto p = Plan(TwoMatMuls(), o);
+  EXPECT_FALSE(p.NodeQuantized("/l/MatMul"));
+  EXPECT_TRUE(p.NodeQuantized("/l/MatMul_1"));
+  EXPECT_EQ(p.Reason("/l/MatMul"), "kept in float by --accuracy_budget");
+  o.kept_in_float = {{"/l/Mat", "kept in float by --accuracy_budget"}};
+  auto q = Plan(TwoMatMuls(), o);
+  EXPECT_TRUE(q.NodeQuantized("/l/MatMul"));
+  EXPECT_TRUE(q.NodeQuantized("/l/MatMul_1"));
+}
+
 TEST(Selectors, InvalidRegexIsAnError) {
   PlacementOptions o;
   o.nodes_to_exclude = {"/l/(unclosed"};
