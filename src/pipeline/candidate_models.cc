@@ -22,17 +22,16 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& fo
   return rewrite;
 }
 
-std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
-                                                          const CalibrationData& data, const RuntimeOptions& runtime) {
+std::map<std::string, int> ConvInputChannels(const ModelPlacement& plan) {
   std::map<std::string, int> axis;
   const ScopePlacement& main = plan.scopes().front();
   for (const auto& t : ConvInputsToCorrect(*main.index, main.plan)) axis[t] = 1;
+  return axis;
+}
+
+std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::string, ChannelStatistics>& channels) {
   std::map<std::string, ConvInputStatistics> means;
-  if (axis.empty()) return means;
-  for (const auto& [t, stats] :
-       CaptureChannelStatistics(model, data.set, axis, data.batch_size, data.num_batches, runtime)) {
-    means[t] = ConvInputStatistics{stats.Mean(), stats.shape};
-  }
+  for (const auto& [t, stats] : channels) means[t] = ConvInputStatistics{stats.Mean(), stats.shape};
   return means;
 }
 

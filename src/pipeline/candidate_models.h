@@ -22,6 +22,7 @@
 #include "quant/formats.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
+#include "runtime/channel_statistics.h"
 #include "runtime/prepared_model.h"
 
 namespace ptqkit {
@@ -32,10 +33,12 @@ using KeptInFloat = std::map<std::string, std::string>;                 // node 
 // How the options shape the Q/DQ nodes.
 RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format);
 
-// Input-channel means of every Conv the plan may quantize (main graph), for bias correction;
-// measured on the FP32 model over the calibration samples (one more forward pass).
-std::map<std::string, ConvInputStatistics> ConvInputMeans(const onnx::ModelProto& model, const ModelPlacement& plan,
-                                                          const CalibrationData& data, const RuntimeOptions& runtime);
+// The inputs of every Conv the plan may quantize (main graph) with their channel axis: what the
+// calibration pass also folds per channel for bias correction (CaptureRequest::channel_axis).
+std::map<std::string, int> ConvInputChannels(const ModelPlacement& plan);
+
+// Bias correction's input statistics from those per-channel statistics.
+std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::string, ChannelStatistics>& channels);
 
 // SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).

@@ -1,8 +1,8 @@
-// CaptureChannelStatistics: per-channel statistics of a few activation tensors of the main graph,
-// in one streaming pass over the calibration batches (FP32 model, ONNX Runtime). What the
-// weight-editing stages need and the per-tensor calibration table does not keep: the mean of each
-// input channel of a quantized Conv (bias correction, quant/bias_correction.h) and the largest
-// |x| per channel of a MatMul input (activation smoothing, quant/activation_smoothing.h).
+// CaptureChannelStatistics: per-channel statistics (runtime/channel_statistics.h) of a few
+// activation tensors of the main graph, in a streaming pass of its own over the calibration
+// batches (FP32 model, ONNX Runtime): for edits that must come before calibration (activation
+// smoothing changes the tensors calibration observes). Bias correction's Conv input means come
+// out of the calibration pass itself (CaptureRequest::channel_axis).
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -12,18 +12,10 @@
 #include <vector>
 
 #include "ptqkit/calibration.h"
+#include "runtime/channel_statistics.h"
 #include "runtime/session.h"
 
 namespace ptqkit {
-
-struct ChannelStatistics {
-  std::vector<double> sum;     // per channel, over every other axis and every sample
-  std::vector<float> absmax;   // per channel, NaN ignored
-  int64_t values_per_channel = 0;
-  std::vector<int64_t> shape;  // of the last batch seen (a Conv's padding is judged on it)
-
-  std::vector<double> Mean() const;
-};
 
 // `tensor_axis`: tensor name -> channel axis (negative counts from the end). Tensors that are not
 // float32 outputs of the main graph's nodes, or whose channel count changes between batches, are

@@ -196,6 +196,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     request.batch_size = data->batch_size;
     request.num_batches = data->num_batches;
     request.progress = o.progress;
+    // Bias correction's Conv input means come out of the same pass. Not when the statistics are
+    // saved, as for smoothing: the cache has no channel means, and a run from it must give the model
+    // the saving run gave.
+    if (o.bias_correction && o.save_calibration_cache.empty()) request.channel_axis = ConvInputChannels(*plan);
     RuntimeOptions runtime = Runtime(o);
     CaptureResult captured = CaptureStatistics(model, data->set, request, runtime);
     for (const auto& t : captured.not_float) drops.emplace_back(t, "input is not a float tensor");
@@ -211,11 +215,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
         drops.emplace_back(name, "its input was never computed during calibration");
       }
     }
-    // Not when the statistics are saved, as for smoothing: the cache has no channel means, and a run
-    // from it must give the model the saving run gave.
-    if (o.bias_correction && o.save_calibration_cache.empty()) {
-      conv_input_means = ConvInputMeans(model, *plan, *data, Runtime(o));
-    }
+    conv_input_means = ConvInputMeans(captured.channels);
     report.execution_providers = captured.providers;
     report.num_calibration_samples = captured.num_samples;
     report.batch_size = request.batch_size;

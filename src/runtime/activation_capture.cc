@@ -68,6 +68,11 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
   // Graph inputs are observed straight from the batches; everything else becomes a graph output.
   std::vector<std::string> from_inputs, from_outputs;
   for (const auto& t : request.tensors) (graph_inputs.count(t) ? from_inputs : from_outputs).push_back(t);
+  // Tensors wanted only for their channel statistics come out of the same run.
+  const std::set<std::string> requested(request.tensors.begin(), request.tensors.end());
+  for (const auto& [t, axis] : request.channel_axis) {
+    if (!requested.count(t)) (graph_inputs.count(t) ? from_inputs : from_outputs).push_back(t);
+  }
 
   // Tensors inside control-flow subgraphs come out through extra outputs of their If/Loop/Scan
   // nodes (onnx/subgraphs.h). With nothing to observe inside the graph, the model still runs once
@@ -95,7 +100,7 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
     auto it = exposed.find(t);
     const std::string& out = it == exposed.end() ? t : it->second;
     if (IsFloat(session.OutputType(out))) run_outputs.push_back(out);
-    else result.not_float.push_back(t);
+    else if (requested.count(t)) result.not_float.push_back(t);
   }
   if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still validates the model runs
   std::set<std::string> observed;
@@ -111,8 +116,14 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
   for (const auto& spec : ModelInputSpecs(model.graph()))
     if (IsFloat(spec.dtype)) float_inputs.insert(spec.name);
   for (const auto& t : from_inputs)
-    if (!float_inputs.count(t)) result.not_float.push_back(t);
+    if (!float_inputs.count(t) && requested.count(t)) result.not_float.push_back(t);
 
+  std::set<std::string> bad_channels;  // shape did not fit: left out of result.channels
+  const auto fold_channels = [&](const std::string& tensor, const OutputView& view) {
+    auto axis = request.channel_axis.find(tensor);
+    if (axis == request.channel_axis.end() || bad_channels.count(tensor) || view.dtype != DataType::kFloat) return;
+    if (!FoldChannels(view, axis->second, &result.channels[tensor])) bad_channels.insert(tensor);
+  };
   std::vector<float> scratch;  // for graph inputs, observed on this thread
   std::vector<std::vector<float>> scratches(CollectorThreads());
   const int64_t batches = request.num_batches > 0 ? request.num_batches : data.NumBatches(request.batch_size);
@@ -123,14 +134,18 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
     for (const auto& t : from_inputs) {
       const HostTensor& in = batch.at(t);
       if (!float_inputs.count(t)) continue;
-      Observe(&result.table.tensors.at(t), in.dtype, in.bytes.data(), in.NumElements(), &scratch);
+      auto stats = result.table.tensors.find(t);
+      if (stats != result.table.tensors.end()) Observe(&stats->second, in.dtype, in.bytes.data(), in.NumElements(), &scratch);
+      fold_channels(t, OutputView{t, in.dtype, in.shape, in.bytes.data(), in.NumElements()});
     }
     session.RunBatch(batch, run_outputs, [&](const std::vector<OutputView>& views) {
       ObserveInParallel(views, tensor_of, &result.table, &scratches);
+      for (const auto& v : views) fold_channels(tensor_of.count(v.name) ? tensor_of.at(v.name) : v.name, v);
     });
     if (request.progress) request.progress(b + 1 - first, end - first);
   }
   for (const auto& t : result.not_float) result.table.tensors.erase(t);
+  for (const auto& t : bad_channels) result.channels.erase(t);
   const int64_t used = std::min(data.num_samples(), batches * request.batch_size);
   result.num_samples = std::max<int64_t>(0, std::min(used, end * request.batch_size) - first * request.batch_size);
   return result;

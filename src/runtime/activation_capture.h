@@ -7,10 +7,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "calib/calibration_table.h"
+#include "runtime/channel_statistics.h"
 #include "ptqkit/calibration.h"
 #include "runtime/session.h"
 
@@ -19,6 +21,9 @@ namespace ptqkit {
 struct CaptureRequest {
   std::vector<std::string> tensors;  // activation tensors to observe
   bool histograms = true;            // false for max calibration (cheaper)
+  // Main-graph tensors (any of them, observed or not) whose per-channel statistics are also kept,
+  // with their channel axis: bias correction's Conv input means, in the same pass.
+  std::map<std::string, int> channel_axis;
   int64_t batch_size = 1;
   int64_t num_batches = 0;  // 0: every batch, the last one possibly short
   // A shard's slice (`ptqkit calibrate --shard`): only batches [first_batch, end_batch), possibly
@@ -33,6 +38,7 @@ struct CaptureResult {
   calib::CalibrationTable table;
   std::vector<std::string> not_float;  // requested tensors ONNX Runtime says are not float tensors
   std::vector<std::string> providers;
+  std::map<std::string, ChannelStatistics> channels;  // of request.channel_axis, folded per batch in order
   int64_t num_samples = 0;
 };
 
