@@ -7,15 +7,10 @@
 
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
+#include "quant_test_support.h"
 
 namespace ptqkit {
 namespace {
-
-const onnx::TensorProto* Init(const onnx::ModelProto& m, const std::string& name) {
-  for (const auto& t : m.graph().initializer())
-    if (t.name() == name) return &t;
-  return nullptr;
-}
 
 TEST(ActivationSmoothing, ScalesFollowTheSmoothQuantFormula) {
   const auto s = SmoothingScales({4.0f, 0.25f, 0.0f, 9.0f}, {1.0f, 0.5f, 0.3f, 0.0f}, 0.5);

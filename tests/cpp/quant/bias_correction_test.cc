@@ -8,15 +8,10 @@
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
 #include "quant/numerics.h"
+#include "quant_test_support.h"
 
 namespace ptqkit {
 namespace {
-
-const onnx::TensorProto* Init(const onnx::ModelProto& m, const std::string& name) {
-  for (const auto& t : m.graph().initializer())
-    if (t.name() == name) return &t;
-  return nullptr;
-}
 
 TEST(BiasCorrection, OutputShiftSumsWeightErrorTimesInputMeanPerGroup) {
   // 2 groups (depthwise-like: 2 in, 2 out, 1x2 taps). Channel 0 reads input 0, channel 1 input 1.

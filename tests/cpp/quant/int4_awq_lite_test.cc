@@ -12,17 +12,10 @@
 #include "onnx/graph_index.h"
 #include "quant/int4_weight_only.h"
 #include "quant/numerics.h"
+#include "quant_test_support.h"
 
 namespace ptqkit {
 namespace {
-
-std::vector<float> Normal(size_t n, uint64_t seed, float sd = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Rows of K activations where channel `hot` is `gain` times larger than the others.
 std::vector<float> OutlierRows(int64_t rows, int64_t k, int64_t hot, float gain, uint64_t seed) {

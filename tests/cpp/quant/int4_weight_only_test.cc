@@ -10,17 +10,10 @@
 #include "onnx/graph_builder.h"
 #include "quant/numerics.h"
 #include "ptqkit/error.h"
+#include "quant_test_support.h"
 
 namespace ptqkit {
 namespace {
-
-std::vector<float> Normal(size_t n, uint64_t seed, float sd = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 TEST(BlockGram, EqualsXtXOnEachDiagonalBlock) {
   const int64_t k = 10, block = 4, rows = 13;
