@@ -170,6 +170,7 @@ struct LossReport {
   std::vector<OutputLoss> outputs;
   std::vector<TensorClipping> culprits;  // largest relative_error first, at most 5
   std::string warning;                   // non-empty when the loss passed a warning threshold
+  double seconds = 0.0;  // what the report cost: the FP32 reference run plus the quantized model's run
 };
 
 // The accuracy-budget search of a quantize run (QuantizeOptions::accuracy_budget).

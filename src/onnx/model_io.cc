@@ -149,30 +149,32 @@ constexpr uint64_t kDataAlignment = 4096;  // page-aligned offsets, as ONNX tool
 }  // namespace
 
 void SaveModel(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options) {
+  ModelFileWriter writer;
+  writer.Stage(model, path, options);
+  writer.Commit();
+}
+
+void ModelFileWriter::Stage(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options) {
   const fs::path out(path);
   const bool external = options.external_data || model.ByteSizeLong() >= kProtobufLimit;
-  AtomicFileWriter model_writer;
   if (!external) {
     // Straight from the message into the file: the serialized bytes are never held in memory.
-    model_writer.Open(path);
-    if (!model.SerializeToFileDescriptor(model_writer.fd())) {
+    model_.Open(path);
+    if (!model.SerializeToFileDescriptor(model_.fd())) {
       throw Error(fmt::format("cannot write '{}': serializing the model failed", path), Error::Kind::kIo);
     }
-    model_writer.Finish();
-    model_writer.Commit();
+    model_.Finish();
     return;
   }
   // The large weights go to "<output file name>.data" one tensor at a time, and the model that
-  // points at them is built without copying them. The data file is committed first: a model file
-  // that exists always has its data beside it.
+  // points at them is built without copying them.
   const std::string data_name = out.filename().string() + ".data";
-  AtomicFileWriter data_writer;
-  data_writer.Open((out.parent_path() / data_name).string());
+  data_.Open((out.parent_path() / data_name).string());
   onnx::ModelProto light =
       CopyWithoutLargeWeights(model, options.external_threshold_bytes, [&](const onnx::TensorProto& t) {
-        const uint64_t offset = (data_writer.size() + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
-        data_writer.Append(std::string(offset - data_writer.size(), '\0'));
-        data_writer.Append(t.raw_data());
+        const uint64_t offset = (data_.size() + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+        data_.Append(std::string(offset - data_.size(), '\0'));
+        data_.Append(t.raw_data());
         onnx::TensorProto ref;
         ref.set_name(t.name());
         ref.set_data_type(t.data_type());
@@ -181,16 +183,19 @@ void SaveModel(const onnx::ModelProto& model, const std::string& path, const Sav
         MarkExternal(&ref, data_name, offset, t.raw_data().size());
         return ref;
       });
-  data_writer.Finish();
+  data_.Finish();
   if (light.ByteSizeLong() >= kProtobufLimit) {
     throw Error(fmt::format("cannot write '{}': the graph is larger than 2 GiB even with weights as external data", path));
   }
   std::string model_bytes;
   // Deterministic serialization keeps output files byte-identical across runs.
   light.SerializeToString(&model_bytes);
-  model_writer.Stage(path, model_bytes);
-  data_writer.Commit();
-  model_writer.Commit();
+  model_.Stage(path, model_bytes);
+}
+
+void ModelFileWriter::Commit() {
+  data_.Commit();
+  model_.Commit();
 }
 
 }  // namespace ptqkit::onnxio

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
+
 namespace ptqkit::onnxio {
 
 // Throws ptqkit::Error naming the path for: missing file, unreadable file, bytes that are not an
@@ -32,5 +34,21 @@ struct SaveOptions {
 
 // REQUIRES: path's folder exists and is writable. Throws ptqkit::Error (kIo) otherwise.
 void SaveModel(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
+
+// SaveModel in two steps: Stage() writes the model (and its external data) to temporary files in
+// the destination folder, Commit() renames them into place. Between the two the caller may reuse
+// the ModelProto's memory (quantize evaluates the saved model in place) and still abandon the
+// output: a writer destroyed without Commit() removes its temporary files.
+class ModelFileWriter {
+ public:
+  // Throws ptqkit::Error (kIo) as SaveModel does; nothing is left behind on error.
+  void Stage(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
+  // The data file first: a model file that exists always has its data beside it.
+  void Commit();
+
+ private:
+  AtomicFileWriter data_;
+  AtomicFileWriter model_;
+};
 
 }  // namespace ptqkit::onnxio

@@ -57,6 +57,14 @@ onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t m
   return light;
 }
 
+bool WeightsGoAsInputs(const onnx::ModelProto& model) {
+  size_t bytes = 0;
+  for (const auto& t : model.graph().initializer()) {
+    if (t.has_raw_data() && t.raw_data().size() > kDefaultViewBytes) bytes += t.raw_data().size();
+  }
+  return bytes > kWeightsAsInputsAbove;
+}
+
 SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
                               size_t min_bytes, const std::function<void(onnx::ModelProto*)>& edit) {
   SessionModel result;

@@ -33,6 +33,11 @@ onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t m
 // Above this many bytes of large weights, a session model declares them as graph inputs (fed from
 // the views) instead of initializers (which ONNX Runtime copies): see MakeSessionModel.
 constexpr size_t kWeightsAsInputsAbove = size_t{256} << 20;
+// Initializers above this many bytes become views (the rest stay in the serialized graph).
+constexpr size_t kDefaultViewBytes = 64 * 1024;
+
+// Whether MakeSessionModel(model) (default min_bytes) hands ONNX Runtime the large weights as inputs.
+bool WeightsGoAsInputs(const onnx::ModelProto& model);
 
 struct SessionModel {
   std::string graph_bytes;
@@ -44,7 +49,7 @@ struct SessionModel {
 // empty keeps the model's own. Initializers above `min_bytes` of raw data become views. `edit`,
 // when given, then edits the light copy (it sees the placeholders, never the large weights).
 SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs = {},
-                              size_t min_bytes = 64 * 1024,
+                              size_t min_bytes = kDefaultViewBytes,
                               const std::function<void(onnx::ModelProto*)>& edit = nullptr);
 
 }  // namespace ptqkit::onnxio

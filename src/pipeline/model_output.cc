@@ -20,18 +20,26 @@ void ConvertPrecision(onnx::ModelProto* model, const QuantizeOptions& o, Quantiz
   report->output_opset = onnxio::DefaultOpset(*model);
 }
 
-void CheckAndSave(onnx::ModelProto* model, const QuantizeOptions& o, const QuantizeReport& report) {
+StagedOutput::StagedOutput(onnx::ModelProto* model, const QuantizeOptions& o, const std::string& output_path) {
   // The library's checker sees every model ptqkit writes: one that fails it is never written.
-  onnxio::CheckOutputModel(model, report.output_path);
-  // The report is staged first and committed after the model, so a failed save leaves neither.
+  onnxio::CheckOutputModel(model, output_path);
+  onnxio::SaveOptions save;
+  save.external_data = o.use_external_data_format;
+  model_.Stage(*model, output_path, save);
+}
+
+void StagedOutput::Commit(const QuantizeOptions& o, const QuantizeReport& report) {
+  // The reports are staged before anything is renamed, so a failure leaves no file behind.
   AtomicFileWriter report_file, html_file;
   if (!o.report_json.empty()) report_file.Stage(o.report_json, QuantizeReportToJson(report).dump(2) + "\n");
   if (!o.report_html.empty()) html_file.Stage(o.report_html, RenderQuantizeReport(report, o));
-  onnxio::SaveOptions save;
-  save.external_data = o.use_external_data_format;
-  onnxio::SaveModel(*model, report.output_path, save);
+  model_.Commit();
   report_file.Commit();
   html_file.Commit();
+}
+
+void CheckAndSave(onnx::ModelProto* model, const QuantizeOptions& o, const QuantizeReport& report) {
+  StagedOutput(model, o, report.output_path).Commit(o, report);
 }
 
 void ConvertAndSave(onnx::ModelProto* model, const QuantizeOptions& o, QuantizeReport* report) {

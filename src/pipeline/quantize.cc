@@ -15,6 +15,7 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
+#include "onnx/session_model.h"
 #include "onnx/onnx_library.h"
 #include "accuracy/output_agreement.h"
 #include "autotune/presets.h"
@@ -32,6 +33,7 @@
 #include "quant/formats.h"
 #include "quant/model_placement.h"
 #include "quant/qdq_rewrite.h"
+#include "quant/weight_qdq_fold.h"
 
 namespace ptqkit {
 namespace fs = std::filesystem;
@@ -229,9 +231,12 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // The FP32 outputs the loss report compares with, before the graph is rewritten.
   accuracy::BatchOutputs reference;
   accuracy::SampleRange eval_range;
+  double reference_seconds = 0.0;
   if (split.eval_count > 0) {
+    const auto reference_start = Clock::now();
     eval_range = UseEvaluationSamples(&*data, split);
     reference = accuracy::RunOutputs(model, data->set, eval_range, Runtime(o));
+    reference_seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
   }
 
   for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
@@ -304,8 +309,18 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                 Error::Kind::kUnsupported);
   }
   ConvertPrecision(&model, o, &report);
+  // The model is written (not yet visible) before the loss report. When ONNX Runtime gets the
+  // weights as inputs (over 256 MiB), it would quantize and dequantize each of them again at every
+  // run, one element at a time along a MatMul weight's last axis: the report then evaluates the
+  // model with each weight's Q/DQ folded into the weight in place (quant/weight_qdq_fold.h), the
+  // values ONNX Runtime computes, through the same kernels (weights as inputs are never pre-packed
+  // either way), with no second copy of the weights. Smaller models run exactly as written.
+  StagedOutput output(&model, o, report.output_path);
   if (split.eval_count > 0) {
+    const auto loss_start = Clock::now();
+    if (onnxio::WeightsGoAsInputs(model)) FoldWeightQdq(&model);
     report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
+    report.loss.seconds = reference_seconds + std::chrono::duration<double>(Clock::now() - loss_start).count();
     if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
     if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
   } else {
@@ -314,7 +329,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                                                                         : "no calibration samples";
   }
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  CheckAndSave(&model, o, report);
+  output.Commit(o, report);
   // After the model: a save that fails leaves no calibration cache behind.
   if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
   if (!o.save_calibration_cache_path.empty()) {

@@ -11,7 +11,12 @@
 namespace ptqkit {
 namespace {
 
-void AppendLoss(std::string& out, const LossReport& loss) {
+// The loss report runs the model twice more over the held-out samples: on a large model that is a
+// visible part of the run, and the user should know what it cost and how to skip it.
+constexpr double kLossCostWorthSaying = 2.0;    // seconds
+constexpr double kLossShareWorthSaying = 0.2;  // of the whole run
+
+void AppendLoss(std::string& out, const LossReport& loss, double total_seconds) {
   auto it = std::back_inserter(out);
   if (!loss.evaluated) {
     fmt::format_to(it, "loss vs FP32: not measured ({})\n", loss.not_evaluated_because);
@@ -31,6 +36,10 @@ void AppendLoss(std::string& out, const LossReport& loss) {
                    o.non_finite > 0 ? fmt::format("  {} NaN/Inf", o.non_finite) : "");
   }
   if (!loss.warning.empty()) fmt::format_to(it, "  WARNING: {}\n", loss.warning);
+  if (loss.seconds >= kLossCostWorthSaying && loss.seconds >= kLossShareWorthSaying * total_seconds) {
+    fmt::format_to(it, "  this report took {:.1f} s of the run's {:.1f} s (--eval_samples 0 turns it off)\n",
+                   loss.seconds, total_seconds);
+  }
 }
 
 void AppendBudget(std::string& out, const AccuracyBudgetReport& b) {
@@ -120,7 +129,7 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   for (const auto& [node, why] : r.left_in_float) fmt::format_to(it, "  {:<{}}  {}\n", node, width, why);
   AppendBudget(out, r.accuracy_budget);
   AppendAutotune(out, r.autotune);
-  AppendLoss(out, r.loss);
+  AppendLoss(out, r.loss, r.total_seconds);
   fmt::format_to(it, "total: {:.3f} s\n", r.total_seconds);
   return out;
 }

@@ -43,6 +43,7 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
                              {"absmax", c.absmax}});
   }
   j["warning"] = loss.warning;
+  j["seconds"] = loss.seconds;
   return j;
 }
 

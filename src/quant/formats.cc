@@ -34,6 +34,7 @@ const QuantFormat kInt8 = {
     .grid = {.qmax = kInt8QuantMax, .nearest = nullptr},  // 127 uniform steps
     .quantize = Int8Bits,
     .dequantize = Int8Value,
+    .fake_quantize = FakeQuantizeInt8,
     .placement = {},
 };
 
@@ -51,6 +52,7 @@ const QuantFormat kFp8 = {
     .grid = {.qmax = kFloat8E4M3FNMax, .nearest = NearestFloat8E4M3FN},  // non-uniform
     .quantize = QuantizeFloat8E4M3FN,
     .dequantize = Fp8Value,
+    .fake_quantize = FakeQuantizeFloat8E4M3FN,
     .placement = {.quantize_conv_transpose = false,
                   .min_conv_channels = 17,
                   .max_conv_kernel_volume = 32,

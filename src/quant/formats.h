@@ -53,6 +53,8 @@ struct QuantFormat {
   // the low nibble), and back. REQUIRES: scale > 0 and finite.
   uint8_t (*quantize)(float x, float scale) = nullptr;
   float (*dequantize)(uint8_t bits, float scale) = nullptr;
+  // Both at once over a tensor, in place (numerics.h FakeQuantize*); nullptr for 4-bit formats.
+  void (*fake_quantize)(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) = nullptr;
   PlacementProfile placement;
   // ONNX Runtime CPU's Q/DQ fusions mis-handle this format (DESIGN.md "Numerics"): with
   // --target_runtime ort_cpu a Relu/Clip is moved after the DQ, and sensitivity probes run with

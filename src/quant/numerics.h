@@ -51,6 +51,14 @@ uint8_t QuantizeFloat8E4M3FN(float x, float scale);
 // even): the FP8 grid as calibration's MSE search sees it (calib::Grid::nearest).
 double NearestFloat8E4M3FN(double y);
 
+// Quantize-then-dequantize in place, the values a constant weight's Q -> DQ pair hands its
+// consumer: values[i] = Dequantize(Quantize(values[i], s), s) with s = scales[(i / inner) % channels]
+// (channels = 1: one scale). Faster paths than the per-value functions above, equal to them
+// element for element (NaN included). They assume the default rounding mode (to nearest).
+// REQUIRES: every scale > 0 and finite; values holds `count` floats.
+void FakeQuantizeInt8(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
+void FakeQuantizeFloat8E4M3FN(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
+
 // amax / qmax, for a per-tensor or per-channel scale of `tensor_name`. A degenerate amax
 // (0, negative, NaN, Inf) gives kDegenerateScale, a scale below kMinScale is raised to it; both
 // log a warning naming the tensor (unless `warn` is false: a second computation of the same scale).

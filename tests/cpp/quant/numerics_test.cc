@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -147,6 +149,65 @@ TEST(NumericsPerChannelTest, AbsMaxAndQuantizeAlongEachAxis) {
 
   std::vector<float> with_nan = {1.0f, kNaN, -3.0f, 2.0f};
   EXPECT_EQ(AbsMaxPerChannel(with_nan.data(), {2, 2}, 0), (std::vector<float>{1, 3}));
+}
+
+// The fast fake-quantization paths against the scalar functions, element for element: ties,
+// saturation, subnormals, infinities, NaN and random bit patterns, per tensor and per channel
+// (a scale every value, and runs of several values).
+std::vector<float> FakeQuantizeProbe(float scale) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(), -1e-40f, 1e-20f};
+  for (int k = -140; k <= 140; ++k) {
+    for (float x : {(k + 0.5f) * scale, k * scale, k * 0.37f * scale}) {
+      v.push_back(x);
+      v.push_back(std::nextafter(x, inf));
+      v.push_back(std::nextafter(x, -inf));
+    }
+  }
+  for (int e = -20; e <= 12; ++e) {  // the FP8 range and around it, times the scale
+    for (int m = 0; m < 64; ++m) v.push_back(std::ldexp(1.0f + m / 64.0f, e) * scale * (m % 2 ? -1.0f : 1.0f));
+  }
+  uint32_t state = 12345;
+  for (int i = 0; i < 4001; ++i) {
+    state = state * 1664525u + 1013904223u;
+    float x;
+    std::memcpy(&x, &state, sizeof x);
+    v.push_back(x);
+  }
+  return v;
+}
+
+bool SameValue(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  uint32_t x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  return x == y;
+}
+
+TEST(NumericsFakeQuantizeTest, EqualsTheScalarRoundTripElementForElement) {
+  const std::vector<float> scales = {0.0173f, 1.0f, 3.7e-5f, 0.5f, 1234.5f};
+  for (int64_t inner : {1, 3}) {
+    for (int64_t channels : {1, 5}) {
+      std::vector<float> values;
+      for (float s : scales) {
+        const std::vector<float> probe = FakeQuantizeProbe(s);
+        values.insert(values.end(), probe.begin(), probe.end());
+      }
+      std::vector<float> int8 = values, fp8 = values;
+      FakeQuantizeInt8(int8.data(), static_cast<int64_t>(values.size()), scales.data(), channels, inner);
+      FakeQuantizeFloat8E4M3FN(fp8.data(), static_cast<int64_t>(values.size()), scales.data(), channels, inner);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const float s = channels > 1 ? scales[(i / inner) % channels] : scales[0];
+        const float want8 = DequantizeInt8(QuantizeInt8(values[i], s), s);
+        const float wantf8 = Float8E4M3FNToFloat(QuantizeFloat8E4M3FN(values[i], s)) * s;
+        ASSERT_TRUE(SameValue(int8[i], want8)) << "int8: " << values[i] << " scale " << s << " gave " << int8[i];
+        ASSERT_TRUE(SameValue(fp8[i], wantf8)) << "fp8: " << values[i] << " scale " << s << " gave " << fp8[i];
+      }
+    }
+  }
 }
 
 }  // namespace

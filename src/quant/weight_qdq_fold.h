@@ -1,0 +1,27 @@
+// FoldWeightQdq: replaces each constant weight's QuantizeLinear -> DequantizeLinear pair, as
+// qdq_rewrite writes it, by the dequantized values themselves, in the weight's own buffer.
+//
+// Why: a model whose weights ONNX Runtime receives as inputs (over 256 MiB, runtime/session.h)
+// quantizes and dequantizes every weight again at every Run(), and its per-channel kernels along
+// the last axis (MatMul weights) handle one element at a time: the loss report of a 2 GiB model
+// took 7x the whole quantization. Folded once, the evaluated graph runs at FP32 speed and holds no
+// second copy of the weights. The values are those ONNX Runtime computes for the pair (the
+// format's scalar reference numerics, bit-exact with its kernels: numerics.h), so outputs are the
+// same bits.
+//
+// The model is edited in place and loses its FP32 weights: fold only a model that has been saved
+// (or copied) already. Only the unambiguous pattern is folded: a float32 main-graph initializer
+// with raw data, read only by one QuantizeLinear (no attributes but axis) whose output only one
+// DequantizeLinear reads, with the same scale (float32 initializer, scalar or one per channel) and
+// an all-zero zero-point initializer of an 8-bit format's type. Everything else is left as it is.
+// Not thread-safe.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+namespace ptqkit {
+
+// Returns the number of weights folded.
+int FoldWeightQdq(onnx::ModelProto* model);
+
+}  // namespace ptqkit
