@@ -122,6 +122,14 @@ std::map<std::string, std::string> TrtProviderOptions(const RuntimeOptions& opti
 
 }  // namespace
 
+bool OrtInt8KernelsSaturate() {
+#if defined(__x86_64__) || defined(__i386__)
+  return !__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni");
+#else
+  return false;  // ARM's and other CPUs' integer dot products do not saturate this way
+#endif
+}
+
 int CudaDeviceId(const std::string& name) {
   if (name == "cuda") return 0;
   const std::string digits = name.substr(5);

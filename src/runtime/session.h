@@ -34,6 +34,13 @@ struct RuntimeOptions {
   std::string profile_file_prefix = {};
 };
 
+// Whether ONNX Runtime's CPU provider computes INT8 Q/DQ models wrongly on this machine: on x86-64
+// without VNNI (AVX2, or AVX-512 without VNNI) its u8s8 integer kernels add pairs of u8*s8 products
+// in 16 bits and saturate, which the default optimization level uses for every fused INT8
+// Conv/MatMul (EfficientNet-Lite0's INT8 top-1 agreement falls from 0.98 to 0.48 there). The basic
+// level (fake-quant) and 7-bit weights (--reduce_range) are right everywhere.
+bool OrtInt8KernelsSaturate();
+
 // Parses and checks an EP name; throws ptqkit::Error for anything but cpu, cuda[:N], trt.
 void CheckExecutionProviderName(const std::string& name);
 // The device of "cuda" (0) or "cuda:N". Throws ptqkit::Error for anything else, including numbers

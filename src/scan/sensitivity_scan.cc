@@ -262,7 +262,14 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   ProbeContext context{&probes, &model, &reference, &eval, metric, &amax, in.format, in.runtime, [&] {
                          if (o.progress) o.progress(++done, static_cast<int64_t>(outcome.targets.size()));
                        }};
-  context.runtime.basic_optimizations_only = in.format->ort_cpu_fusions_unsafe;
+  // Probes measure quantization, not ONNX Runtime's kernels: where its default level computes a
+  // format wrongly (FP8 fusions everywhere, INT8 without VNNI), they run at the basic level.
+  const bool saturating_int8 = in.format->storage_type == onnx::TensorProto::INT8 && OrtInt8KernelsSaturate();
+  context.runtime.basic_optimizations_only = in.format->ort_cpu_fusions_unsafe || saturating_int8;
+  if (saturating_int8) {
+    log::Debug("this CPU has no VNNI: ONNX Runtime's INT8 kernels saturate here, so INT8 probes run at its basic "
+              "level (fake-quant)");
+  }
   ProbeSessions sessions(context, &result);
   for (size_t i = 0; i < probes.size(); ++i) {
     if (shard::OwnsStrided(static_cast<int64_t>(i), spec)) sessions.Evaluate(i);

@@ -20,6 +20,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+# One definition of "this CPU's onnxruntime INT8 kernels saturate" for both test suites.
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from qdq import ort_int8_kernels_saturate  # noqa: E402,F401
+
 CACHE = Path(os.environ.get("PTQKIT_CACHE_DIR", Path.home() / ".cache" / "ptqkit")) / "corpus"
 IMAGES = ["astronaut.png", "coffee.png", "chelsea.png", "rocket.jpg", "motorcycle_left.png",
           "motorcycle_right.png", "hubble_deep_field.jpg"]

@@ -26,6 +26,7 @@ import onnx
 import pytest
 
 import corpus
+from corpus import ort_int8_kernels_saturate
 
 # model -> mode -> {metric: (min or max, bound)}; "min": metric >= bound, "max": metric <= bound
 THRESHOLDS = {
@@ -61,6 +62,21 @@ THRESHOLDS = {
     # on this 300 k-parameter model is open accuracy work (issue 9).
     "silero_vad": {"int8": {"mean_abs_diff": ("max", 0.04)}, "fp8": {"mean_abs_diff": ("max", 0.01)}},
 }
+
+# Where onnxruntime's INT8 kernels saturate (x86 without VNNI: its u8s8 kernels add pairs of u8*s8
+# products in 16 bits), its default level computes the INT8 TensorRT-form files wrongly (EfficientNet-Lite0
+# top-1 agreement 0.48, MiniLM default-vs-basic cosine 0.995 on an AVX2 AMD EPYC). What a user of such
+# a CPU deploys is the same quantization with 7-bit weights (--reduce_range): on those machines the INT8
+# default-level cases check that file (the basic-level cases keep the 8-bit one). 7-bit weights cost
+# MiniLM a little (cos 0.9898 at both levels, 2026-12-04), so its bound there is 0.985.
+SATURATING_INT8 = ort_int8_kernels_saturate()
+REDUCE_RANGE_THRESHOLDS = {"minilm": {"mean_cos": ("min", 0.985), "nn_agree": ("min", 0.90)}}
+
+
+def _deployed_extra(mode, basic):
+    """Extra quantize options of the file checked at this level (see SATURATING_INT8)."""
+    return ("--reduce_range",) if mode == "int8" and not basic and SATURATING_INT8 else ()
+
 
 # (mode, target runtime) pairs every model is quantized in. "trt" is the default output (TensorRT's
 # pattern); "ort_cpu" is `--target_runtime ort_cpu` (no Relu/Clip -> FP8 QuantizeLinear pair: the Q/DQ
@@ -127,18 +143,19 @@ def ptqkit(request):
     return request.config.getoption("--ptqkit")
 
 
-def _quantize(name, mode, target, ptqkit, tmp_path_factory):
-    if (name, mode, target) in _QUANTIZED:
-        return _QUANTIZED[name, mode, target]
+def _quantize(name, mode, target, ptqkit, tmp_path_factory, extra=()):
+    key = (name, mode, target, *extra)
+    if key in _QUANTIZED:
+        return _QUANTIZED[key]
     m = corpus.BY_NAME[name]
     src = corpus.path(m.rel)  # FileNotFoundError naming scripts/fetch_corpus when missing
-    work = tmp_path_factory.mktemp(f"{name}-{mode}-{target}")
+    work = tmp_path_factory.mktemp("-".join(key).replace("--", ""))
     calib = work / "calib.npz"
     corpus.save_calib(m.build(m.n_calib, seed=1), calib)
     out = work / "q.onnx"
     r = subprocess.run([ptqkit, "quantize", "--onnx_path", str(src), "--output_path", str(out),
                         "--quantize_mode", mode, "--calibration_data_path", str(calib),
-                        "--target_runtime", target],
+                        "--target_runtime", target, *extra],
                        capture_output=True, text=True)
     assert r.returncode == 0, f"ptqkit refused {name} ({mode}):\n{r.stderr[-3000:]}"
     onnx.checker.check_model(str(out), full_check=True)
@@ -151,7 +168,7 @@ def _quantize(name, mode, target, ptqkit, tmp_path_factory):
         producer = {o: n.op_type for n in nodes for o in n.output}
         clamped = [n.name for n in nodes if n.op_type == "QuantizeLinear" and producer.get(n.input[0]) in ("Relu", "Clip")]
         assert not clamped, f"{name}: ort_cpu FP8 output still has Relu/Clip -> QuantizeLinear: {clamped[:3]}"
-    _QUANTIZED[name, mode, target] = out
+    _QUANTIZED[key] = out
     return out
 
 
@@ -174,13 +191,15 @@ def _check(got, bounds, what):
 @pytest.mark.parametrize("name,mode,target,basic", CASES)
 def test_corpus_model(name, mode, target, basic, ptqkit, tmp_path_factory):
     m = corpus.BY_NAME[name]
-    out = _quantize(name, mode, target, ptqkit, tmp_path_factory)
+    extra = _deployed_extra(mode, basic)
+    out = _quantize(name, mode, target, ptqkit, tmp_path_factory, extra)
     test = m.build(m.n_test, seed=2)
     ref = _run(name, corpus.path(m.rel), True)
     level = "ORT_ENABLE_BASIC" if basic else "ORT default level"
     q = _run(name, out, basic)
     assert q.shape == ref.shape and np.isfinite(q).all(), f"{name} {mode} {level}: bad output"
-    _check(m.metric(ref, q, test), THRESHOLDS[name][mode], f"{name} {mode} {target} at {level}")
+    bounds = REDUCE_RANGE_THRESHOLDS.get(name, THRESHOLDS[name][mode]) if extra else THRESHOLDS[name][mode]
+    _check(m.metric(ref, q, test), bounds, f"{name} {mode} {target} {' '.join(extra)} at {level}")
 
 
 @pytest.mark.parametrize("name,mode,target", AGREEMENT_CASES)
@@ -188,7 +207,7 @@ def test_default_level_matches_basic(name, mode, target, ptqkit, tmp_path_factor
     """ONNX Runtime at its default level (fusions, integer kernels) computes what the Q/DQ graph says
     (ORT_ENABLE_BASIC runs it as fake-quant)."""
     m = corpus.BY_NAME[name]
-    out = _quantize(name, mode, target, ptqkit, tmp_path_factory)
+    out = _quantize(name, mode, target, ptqkit, tmp_path_factory, _deployed_extra(mode, False))
     test = m.build(m.n_test, seed=2)
     basic = _run(name, out, True)
     default = _run(name, out, False)

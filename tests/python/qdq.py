@@ -14,6 +14,19 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 
+def ort_int8_kernels_saturate() -> bool:
+    """Whether onnxruntime's CPU provider computes INT8 Q/DQ models wrongly at its default level on
+    this machine (ptqkit's OrtInt8KernelsSaturate): x86-64 without VNNI, where its u8s8 kernels add
+    pairs of u8*s8 products in 16 bits and saturate. There, 7-bit weights (--reduce_range) are what
+    a user must deploy, and ptqkit's INT8 probes run at the basic level."""
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
+        return False
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return not {"avx512_vnni", "avx_vnni"} & set(flags)
+
+
 class Graph:
     """Producer/consumer index of a loaded model; constants = initializers + Constant outputs."""
 
