@@ -1,21 +1,36 @@
 #include "onnx/session_model.h"
 
+#include <fmt/format.h>
+
 #include "onnx/weight_stash.h"
+#include "ptqkit/error.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace ptqkit::onnxio {
-namespace {
-
-// A copy of `tensor` without its bytes, marked as external data at the stash placeholder.
-onnx::TensorProto Placeholder(const onnx::TensorProto& tensor) {
+onnx::TensorProto WeightPlaceholder(const onnx::TensorProto& tensor) {
   onnx::TensorProto t;
   t.set_name(tensor.name());
   t.set_data_type(tensor.data_type());
   *t.mutable_dims() = tensor.dims();
   MarkExternal(&t, kStashedLocation, 0, tensor.raw_data().size());
   return t;
+}
+
+namespace {
+
+// The byte length a placeholder records (0 if none).
+uint64_t PlaceholderLength(const onnx::TensorProto& t) {
+  for (const auto& e : t.external_data()) {
+    if (e.key() == "length") return std::stoull(e.value());
+  }
+  return 0;
+}
+
+WeightView ViewOf(const onnx::TensorProto& t) {
+  return {t.name(), t.data_type(), {t.dims().begin(), t.dims().end()}, t.raw_data().data(), t.raw_data().size()};
 }
 
 }  // namespace
@@ -65,14 +80,14 @@ bool WeightsGoAsInputs(const onnx::ModelProto& model) {
   return bytes > kWeightsAsInputsAbove;
 }
 
-SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
-                              size_t min_bytes, const std::function<void(onnx::ModelProto*)>& edit) {
+namespace {
+
+// A session model from its light copy (placeholders where the large weights were) and the views of
+// those weights.
+SessionModel Finish(onnx::ModelProto light, std::vector<WeightView> weights, const std::vector<std::string>& outputs,
+                    const std::function<void(onnx::ModelProto*)>& edit) {
   SessionModel result;
-  onnx::ModelProto light = CopyWithoutLargeWeights(model, min_bytes, [&](const onnx::TensorProto& t) {
-    result.weights.push_back({t.name(), t.data_type(), {t.dims().begin(), t.dims().end()}, t.raw_data().data(),
-                              t.raw_data().size()});
-    return Placeholder(t);
-  });
+  result.weights = std::move(weights);
   // Past kWeightsAsInputsAbove the large weights become graph inputs, fed from the views at every
   // run: ONNX Runtime reads inputs in place, whereas it copies initializers handed over by address
   // (external or shared), twice the weights at peak. Below, they stay initializers: ONNX Runtime
@@ -105,6 +120,33 @@ SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<s
   if (edit) edit(&light);
   light.SerializeToString(&result.graph_bytes);
   return result;
+}
+
+}  // namespace
+
+SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+                              size_t min_bytes, const std::function<void(onnx::ModelProto*)>& edit) {
+  std::vector<WeightView> weights;
+  onnx::ModelProto light = CopyWithoutLargeWeights(model, min_bytes, [&](const onnx::TensorProto& t) {
+    weights.push_back(ViewOf(t));
+    return WeightPlaceholder(t);
+  });
+  return Finish(std::move(light), std::move(weights), outputs, edit);
+}
+
+SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights) {
+  std::map<std::string, const onnx::TensorProto*> by_name;
+  for (const auto& t : weights.initializer()) by_name[t.name()] = &t;
+  std::vector<WeightView> views;
+  for (const auto& t : light.graph().initializer()) {
+    if (!IsStashed(t)) continue;
+    auto it = by_name.find(t.name());
+    if (it == by_name.end() || it->second->raw_data().size() != PlaceholderLength(t)) {
+      throw Error(fmt::format("internal: the placeholder of initializer '{}' has no matching weight", t.name()));
+    }
+    views.push_back(ViewOf(*it->second));
+  }
+  return Finish(light, std::move(views), {}, nullptr);
 }
 
 }  // namespace ptqkit::onnxio

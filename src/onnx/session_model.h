@@ -45,11 +45,21 @@ struct SessionModel {
   bool weights_as_inputs = false;  // else: initializers of the graph, handed over by address
 };
 
+// The placeholder a light copy holds instead of `tensor`: name, type and dims, marked as external
+// data at the stash location (onnx/weight_stash.h), no bytes.
+onnx::TensorProto WeightPlaceholder(const onnx::TensorProto& tensor);
+
 // `outputs` replaces the graph outputs (declared by name only; ONNX Runtime infers their types);
 // empty keeps the model's own. Initializers above `min_bytes` of raw data become views. `edit`,
 // when given, then edits the light copy (it sees the placeholders, never the large weights).
 SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<std::string>& outputs = {},
                               size_t min_bytes = kDefaultViewBytes,
                               const std::function<void(onnx::ModelProto*)>& edit = nullptr);
+
+// A session model of `light`, a model whose large initializers are already WeightPlaceholders (a
+// probe built from a model's graph without copying its weights): each placeholder becomes a view
+// of the initializer of the same name in `weights`. Throws ptqkit::Error when one has none.
+// REQUIRES: `weights` outlives every session made from the result and is not edited meanwhile.
+SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights);
 
 }  // namespace ptqkit::onnxio

@@ -4,6 +4,7 @@
 
 #include <deque>
 
+#include "onnx/session_model.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -92,10 +93,19 @@ onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onn
   graph->set_name(full.name() + "_probe");
   for (int i = 0; i < full.node_size(); ++i)
     if (keep.count(i)) *graph->add_node() = full.node(i);
+  // The model's large weights are not copied: a probe downstream of an early cut reads most of
+  // them, and four probes share a session. They become placeholders that the probe's session sees
+  // as views of `original` (RunOnReference). A plan weight in `rewritten` is the original's bytes
+  // (the probe's Q reads it unchanged), so it is a placeholder too.
+  std::set<std::string> large;
+  for (const auto& t : original.initializer()) {
+    if (t.has_raw_data() && t.raw_data().size() > onnxio::kDefaultViewBytes) large.insert(t.name());
+  }
   std::set<std::string> copied;
   for (const auto* source : {&full, &original}) {
     for (const auto& t : source->initializer()) {
-      if (used_initializers.count(t.name()) && copied.insert(t.name()).second) *graph->add_initializer() = t;
+      if (!used_initializers.count(t.name()) || !copied.insert(t.name()).second) continue;
+      *graph->add_initializer() = large.count(t.name()) ? onnxio::WeightPlaceholder(t) : t;
     }
   }
   for (const auto& name : cut.boundary) {

@@ -37,7 +37,8 @@ struct BoundaryType {
 // The sub-model computing `cut.outputs` from `cut.boundary`: `rewritten` is the model's graph after
 // InsertQdq for the probe's plan. Its initializers may be limited to the ones the rewrite needed
 // (the plan's weights and the new scales): any other initializer the sub-graph reads is copied from
-// `original`, so a scan never copies the whole model per probe. Boundary tensors become graph
+// `original`, except the large ones (over onnxio::kDefaultViewBytes), which become WeightPlaceholders
+// to be run over `original` (onnxio::MakeSessionModelOver). Boundary tensors become graph
 // inputs (typed from `types`, dims unknown). Throws ptqkit::Error if a boundary type is missing.
 onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onnx::GraphProto& original,
                                     const ProbeCut& cut, const std::map<std::string, BoundaryType>& types);

@@ -139,11 +139,13 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
 }
 
 
-ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+ProbeOutputs RunOnReference(const onnx::ModelProto& model, const onnx::GraphProto* weights,
+                            const std::vector<std::string>& outputs,
                             const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime) {
-  // The probe's large initializers are handed over as views (onnx/session_model.h), not serialized:
-  // a serialized merged probe held its downstream weights twice more (the bytes, ONNX Runtime's parse).
-  InferenceSession session(onnxio::MakeSessionModel(model), runtime);
+  // The large initializers are handed over as views, not serialized: a serialized merged probe
+  // held its downstream weights twice more (the bytes, then ONNX Runtime's parse).
+  InferenceSession session(weights ? onnxio::MakeSessionModelOver(model, *weights) : onnxio::MakeSessionModel(model),
+                           runtime);
   ProbeOutputs results;
   for (const auto& batch : ref.batches) {
     // The cached batch holds every tensor a probe may read; the session looks up its own inputs

@@ -58,8 +58,11 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
 using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
 
 // Runs `model` on every evaluation batch, its inputs taken from the reference, and returns the
-// values of `outputs` renamed to `names` (same length).
-ProbeOutputs RunOnReference(const onnx::ModelProto& model, const std::vector<std::string>& outputs,
+// values of `outputs` renamed to `names` (same length). Its large initializers are views
+// (onnx/session_model.h): of `weights` where `model` holds WeightPlaceholders (probe sub-models),
+// else of its own.
+ProbeOutputs RunOnReference(const onnx::ModelProto& model, const onnx::GraphProto* weights,
+                            const std::vector<std::string>& outputs,
                             const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime);
 
 // Sum over graph outputs of the mean over samples of the metric. An output the probe does not

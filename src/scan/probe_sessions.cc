@@ -63,7 +63,7 @@ void ProbeSessions::Evaluate(size_t i) {
       onnx::ModelProto rewritten = *c_.model;
       InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, *c_.amax), rewrite);
       const auto run_start = Clock::now();
-      const ProbeOutputs outputs = RunOnReference(rewritten, ref.output_names, ref.output_names, ref, c_.runtime);
+      const ProbeOutputs outputs = RunOnReference(rewritten, nullptr, ref.output_names, ref.output_names, ref, c_.runtime);
       run_seconds_ += Since(run_start);
       Record(i, outputs);
       return;
@@ -105,7 +105,7 @@ void ProbeSessions::RunMerged() {
   } timer{run_seconds_, Clock::now()};
   const Reference& ref = *c_.reference;
   try {
-    const ProbeOutputs all = RunOnReference(merged.model, merged_outputs, original_names, ref, c_.runtime);
+    const ProbeOutputs all = RunOnReference(merged.model, &c_.model->graph(), merged_outputs, original_names, ref, c_.runtime);
     for (size_t k = 0; k < pending_.size(); ++k) {
       ProbeOutputs mine(all.size());
       for (size_t b = 0; b < all.size(); ++b)
@@ -117,7 +117,7 @@ void ProbeSessions::RunMerged() {
   } catch (const std::exception&) {
     for (const auto& p : pending_) {
       try {
-        const ProbeOutputs mine = RunOnReference(p.submodel, p.outputs, p.outputs, ref, c_.runtime);
+        const ProbeOutputs mine = RunOnReference(p.submodel, &c_.model->graph(), p.outputs, p.outputs, ref, c_.runtime);
         Record(p.probe, mine);
       } catch (const std::exception& e) {
         Fail(p.probe, e.what());
