@@ -14,7 +14,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
                                               QuantizeReport* report) {
   const accuracy::BudgetMetric metric = score.metric();
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
-    return score(build.Build(model, in_float));
+    return score.ScoreDisposable(build.Build(model, in_float));
   };
 
   const double at_zero = divergence_with({});

@@ -9,7 +9,9 @@
 #include "pipeline/channel_capture.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
+#include "onnx/session_model.h"
 #include "quant/activation_smoothing.h"
+#include "quant/weight_qdq_fold.h"
 
 namespace ptqkit {
 
@@ -121,6 +123,12 @@ double CandidateScorer::operator()(const onnx::ModelProto& candidate) {
   const std::string path = folder.path() + "/candidate.onnx";
   onnxio::SaveModel(candidate, path);
   return *fp32_score_ - o_.accuracy_eval(path);
+}
+
+double CandidateScorer::ScoreDisposable(onnx::ModelProto candidate) {
+  // Not with the caller's scorer: it reads the candidate as written, from a file.
+  if (!o_.accuracy_eval && onnxio::WeightsGoAsInputs(candidate)) FoldWeightQdq(&candidate);
+  return (*this)(candidate);
 }
 
 std::string CandidateScorer::metric_name() const {
