@@ -9,7 +9,6 @@
 #include "pipeline/channel_capture.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
-#include "onnx/session_model.h"
 #include "quant/activation_smoothing.h"
 #include "quant/weight_qdq_fold.h"
 
@@ -127,7 +126,7 @@ double CandidateScorer::operator()(const onnx::ModelProto& candidate) {
 
 double CandidateScorer::ScoreDisposable(onnx::ModelProto candidate) {
   // Not with the caller's scorer: it reads the candidate as written, from a file.
-  if (!o_.accuracy_eval && onnxio::WeightsGoAsInputs(candidate)) FoldWeightQdq(&candidate);
+  if (!o_.accuracy_eval) FoldWeightQdqForSession(&candidate);
   return (*this)(candidate);
 }
 

@@ -91,9 +91,8 @@ class CandidateScorer {
                   const accuracy::SampleRange& eval_range, const RuntimeOptions& runtime);
 
   double operator()(const onnx::ModelProto& candidate);
-  // The same for a candidate nothing else needs: where ONNX Runtime gets its weights as inputs,
-  // each weight's Q/DQ is folded into the weight first (quant/weight_qdq_fold.h, as the loss report
-  // does), so that the search's runs do not quantize every weight again (same bits).
+  // The same for a candidate nothing else needs, its weights' Q/DQ folded first where that gives
+  // the same bits faster (FoldWeightQdqForSession, as the loss report does).
   double ScoreDisposable(onnx::ModelProto candidate);
   accuracy::BudgetMetric metric() const { return metric_; }
   std::string metric_name() const;

@@ -15,7 +15,6 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
-#include "onnx/session_model.h"
 #include "onnx/onnx_library.h"
 #include "accuracy/output_agreement.h"
 #include "autotune/presets.h"
@@ -309,16 +308,14 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
                 Error::Kind::kUnsupported);
   }
   ConvertPrecision(&model, o, &report);
-  // The model is written (not yet visible) before the loss report. When ONNX Runtime gets the
-  // weights as inputs (over 256 MiB), it would quantize and dequantize each of them again at every
-  // run, one element at a time along a MatMul weight's last axis: the report then evaluates the
-  // model with each weight's Q/DQ folded into the weight in place (quant/weight_qdq_fold.h), the
-  // values ONNX Runtime computes, through the same kernels (weights as inputs are never pre-packed
-  // either way), with no second copy of the weights. Smaller models run exactly as written.
+  // The model is written (not yet visible) before the loss report, which may then fold each
+  // weight's Q/DQ into the weight in place (FoldWeightQdqForSession): on a model whose weights ONNX
+  // Runtime gets as inputs it would otherwise quantize every weight again at every run, one element
+  // at a time along a MatMul weight's last axis. Same bits, no second copy of the weights.
   StagedOutput output(&model, o, report.output_path);
   if (split.eval_count > 0) {
     const auto loss_start = Clock::now();
-    if (onnxio::WeightsGoAsInputs(model)) FoldWeightQdq(&model);
+    FoldWeightQdqForSession(&model);
     report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
     report.loss.seconds = reference_seconds + std::chrono::duration<double>(Clock::now() - loss_start).count();
     if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();

@@ -2,26 +2,14 @@
 // in a file of their own: it is built with -O3 -fno-trapping-math so that the loops vectorise,
 // while the scalar reference implementations keep the project's usual flags.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "quant/numerics.h"
 
 namespace ptqkit {
 namespace {
-
-uint32_t BitsOf(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof(b));
-  return b;
-}
-
-float FromBits(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
 
 // DequantizeInt8(QuantizeInt8(x, s), s) without the integer round trip.
 inline float FakeInt8(float x, float scale) {
@@ -39,21 +27,21 @@ inline float FakeInt8(float x, float scale) {
 // Float8E4M3FNToFloat(QuantizeFloat8E4M3FN(x, s)) * s on the float's own bits.
 inline float FakeFloat8(float x, float scale) {
   const float v = x / scale;
-  const uint32_t bits = BitsOf(v);
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
   const uint32_t sign = bits & 0x80000000u;
   const uint32_t abs_bits = bits & 0x7fffffffu;
   float magnitude;
   if (abs_bits > 0x7f800000u) return Float8E4M3FNToFloat(FloatToFloat8E4M3FN(v)) * scale;  // NaN
-  if (abs_bits >= BitsOf(448.0f)) {
+  if (abs_bits >= std::bit_cast<uint32_t>(448.0f)) {
     magnitude = 448.0f;
-  } else if (abs_bits >= BitsOf(0x1p-6f)) {
+  } else if (abs_bits >= std::bit_cast<uint32_t>(0x1p-6f)) {
     // As FloatToFloat8E4M3FN: round the 20 dropped mantissa bits to nearest even, then drop them.
-    magnitude = FromBits((abs_bits + 0x7ffffu + ((abs_bits >> 20) & 1u)) & 0xfff00000u);
+    magnitude = std::bit_cast<float>((abs_bits + 0x7ffffu + ((abs_bits >> 20) & 1u)) & 0xfff00000u);
   } else {
     // Subnormal: multiples of 2^-9; |v| * 2^9 is exact and below 8, rounded as in FakeInt8.
-    magnitude = ((FromBits(abs_bits) * 0x1p9f + 0x1.8p23f) - 0x1.8p23f) * 0x1p-9f;
+    magnitude = ((std::bit_cast<float>(abs_bits) * 0x1p9f + 0x1.8p23f) - 0x1.8p23f) * 0x1p-9f;
   }
-  return FromBits(BitsOf(magnitude) | sign) * scale;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign) * scale;
 }
 
 template <float (*Fake)(float, float)>

@@ -24,4 +24,12 @@ namespace ptqkit {
 // Returns the number of weights folded.
 int FoldWeightQdq(onnx::ModelProto* model);
 
+// FoldWeightQdq for a model about to be evaluated and then discarded, only where ONNX Runtime gets
+// its weights as inputs (onnx/session_model.h): there the folded model runs the same kernels as the
+// written one (weights as inputs are never pre-packed), so its outputs are the same bits, and the
+// per-run weight quantization it saves is the slow part. Smaller models are left as written (a
+// constant weight is pre-packed and summed in another order than a DQ output). Returns the number
+// folded.
+int FoldWeightQdqForSession(onnx::ModelProto* model);
+
 }  // namespace ptqkit
