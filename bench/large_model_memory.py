@@ -6,7 +6,11 @@ bias correction, smoothing, the held-out loss report, the checker) and again wit
 wall time of the default run against the run without the loss report.
 
     .deps/venv/bin/python bench/large_model_memory.py build/ptqkit [--gib 2.25] [--embedded]
-        [--modes int8,fp8] [--samples 64] [--max_ratio R]
+        [--modes int8,fp8,scan,budget] [--samples 64] [--max_ratio R]
+
+Modes int8 and fp8 quantize at the defaults; `scan` runs `ptqkit sensitivity --granularity node`
+(int8) and `budget` an int8 quantize with an --accuracy_budget no quantized node meets (the ranking
+scan, then every candidate of the search), each reporting peak RSS against the weights.
 
 --embedded writes the weights inside the .onnx (only possible below 2 GiB). --max_ratio makes
 the run fail when a default run's peak RSS exceeds R times the weights (CI's reduced check).
@@ -51,8 +55,13 @@ def build(path: Path, total_gib: float, embedded: bool) -> int:
 
 def run(ptqkit: str, model: Path, calib: Path, out: Path, extra: list[str]) -> tuple[float, float, str]:
     """(peak RSS bytes, wall seconds, stdout) of one quantize run."""
-    r = subprocess.run(["/usr/bin/time", "-v", ptqkit, "quantize", "--onnx_path", str(model), "--output_path", str(out),
-                        "--calibration_data_path", str(calib), *extra], capture_output=True, text=True)
+    return measure([ptqkit, "quantize", "--onnx_path", str(model), "--output_path", str(out),
+                    "--calibration_data_path", str(calib), *extra])
+
+
+def measure(command: list[str]) -> tuple[float, float, str]:
+    """(peak RSS bytes, wall seconds, stdout) of one ptqkit command."""
+    r = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"ptqkit failed:\n{r.stderr[:3000]}")
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr).group(1)) * 1024
@@ -79,6 +88,19 @@ def main() -> None:
         stored = "embedded" if a.embedded else "external data"
         for mode in a.modes.split(","):
             out = Path(tmp) / "big.quant.onnx"
+            if mode in ("scan", "budget"):
+                if mode == "scan":
+                    rss, wall, stdout = measure([a.ptqkit, "sensitivity", "--onnx_path", str(src), "--granularity", "node",
+                                                 "--calibration_data_path", str(calib),
+                                                 "--output_json", str(Path(tmp) / "scan.json")])
+                else:  # a budget no quantized node meets: the ranking scan and every candidate run
+                    rss, wall, stdout = run(a.ptqkit, src, calib, out, ["--accuracy_budget", "1e-12"])
+                worst = max(worst, rss / weights)
+                evaluations = re.search(r"(\d+) full evaluation", stdout)
+                print(f"{mode} {weights / 2**30:.2f} GiB ({stored}): peak RSS {rss / 2**30:.2f} GiB = "
+                      f"{rss / weights:.2f}x the weights, wall {wall:.1f} s"
+                      + (f" ({evaluations.group(1)} candidate evaluations)" if evaluations else ""), flush=True)
+                continue
             rss, wall, stdout = run(a.ptqkit, src, calib, out, ["--quantize_mode", mode])
             rss0, wall0, _ = run(a.ptqkit, src, calib, out, ["--quantize_mode", mode, "--eval_samples", "0"])
             loss = re.search(r"loss vs FP32 on (\d+) held-out", stdout)

@@ -79,9 +79,14 @@ void CheckSameShape(const std::string& name, const HostTensor& r, const HostTens
 
 BatchOutputs RunOutputs(const onnx::ModelProto& model, const CalibrationSet& set, const SampleRange& range,
                         const RuntimeOptions& runtime) {
+  return RunOutputs(onnxio::MakeSessionModel(model), model, set, range, runtime);
+}
+
+BatchOutputs RunOutputs(const onnxio::SessionModel& session_model, const onnx::ModelProto& model,
+                        const CalibrationSet& set, const SampleRange& range, const RuntimeOptions& runtime) {
   std::vector<std::string> names;
   for (const auto& o : model.graph().output()) names.push_back(o.name());
-  InferenceSession session(onnxio::MakeSessionModel(model), runtime);
+  InferenceSession session(session_model, runtime);
   BatchOutputs out;
   for (int64_t b = range.first; b < range.first + range.count; ++b) {
     out.rows.push_back(std::min(range.batch_size, set.num_samples() - b * range.batch_size));

@@ -41,6 +41,9 @@ struct BatchOutputs {
 // Throws ptqkit::Error (kRuntime) when ONNX Runtime cannot run the model.
 BatchOutputs RunOutputs(const onnx::ModelProto& model, const CalibrationSet& set, const SampleRange& range,
                         const RuntimeOptions& runtime);
+// The same for a session model already made of `model` (e.g. over another model's weights).
+BatchOutputs RunOutputs(const onnxio::SessionModel& session_model, const onnx::ModelProto& model,
+                        const CalibrationSet& set, const SampleRange& range, const RuntimeOptions& runtime);
 
 // Per-output agreement of `quantized` with `reference` (same batches, same outputs in the same
 // order; `names` names them). REQUIRES: matching shapes; a mismatch throws ptqkit::Error.

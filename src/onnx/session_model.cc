@@ -6,6 +6,7 @@
 #include "ptqkit/error.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -35,9 +36,9 @@ WeightView ViewOf(const onnx::TensorProto& t) {
 
 }  // namespace
 
-onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
-                                         const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder) {
-  // Field by field: a plain copy of the ModelProto would hold every weight twice.
+onnx::ModelProto CopyWithoutInitializers(const onnx::ModelProto& model) {
+  // Field by field: a plain copy of the ModelProto would hold every weight twice, and clearing its
+  // initializers afterwards keeps their buffers (protobuf keeps cleared elements for reuse).
   onnx::ModelProto light;
   // Only the fields the model has: a saved copy must read back exactly as the original.
   if (model.has_ir_version()) light.set_ir_version(model.ir_version());
@@ -62,7 +63,14 @@ onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t m
   *lg->mutable_sparse_initializer() = g.sparse_initializer();
   *lg->mutable_quantization_annotation() = g.quantization_annotation();
   *lg->mutable_metadata_props() = g.metadata_props();
-  for (const auto& t : g.initializer()) {
+  return light;
+}
+
+onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
+                                         const std::function<onnx::TensorProto(const onnx::TensorProto&)>& placeholder) {
+  onnx::ModelProto light = CopyWithoutInitializers(model);
+  onnx::GraphProto* lg = light.mutable_graph();
+  for (const auto& t : model.graph().initializer()) {
     if (!t.has_raw_data() || t.raw_data().size() <= min_bytes) {
       *lg->add_initializer() = t;
     } else {
@@ -85,7 +93,7 @@ namespace {
 // A session model from its light copy (placeholders where the large weights were) and the views of
 // those weights.
 SessionModel Finish(onnx::ModelProto light, std::vector<WeightView> weights, const std::vector<std::string>& outputs,
-                    const std::function<void(onnx::ModelProto*)>& edit) {
+                    const std::function<void(onnx::ModelProto*)>& edit, bool always_inputs = false) {
   SessionModel result;
   result.weights = std::move(weights);
   // Past kWeightsAsInputsAbove the large weights become graph inputs, fed from the views at every
@@ -95,7 +103,7 @@ SessionModel Finish(onnx::ModelProto light, std::vector<WeightView> weights, con
   // calibration is batch-size independent); with weights as inputs that holds only to rounding.
   size_t viewed_bytes = 0;
   for (const auto& w : result.weights) viewed_bytes += w.size;
-  result.weights_as_inputs = viewed_bytes > kWeightsAsInputsAbove;
+  result.weights_as_inputs = always_inputs || viewed_bytes > kWeightsAsInputsAbove;
   std::set<std::string> viewed, declared;
   if (result.weights_as_inputs) {
     for (const auto& w : result.weights) viewed.insert(w.name);
@@ -134,19 +142,28 @@ SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<s
   return Finish(std::move(light), std::move(weights), outputs, edit);
 }
 
-SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights) {
+SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights, bool all_as_inputs) {
   std::map<std::string, const onnx::TensorProto*> by_name;
   for (const auto& t : weights.initializer()) by_name[t.name()] = &t;
+  // The session's copy: with all_as_inputs the light model's own large initializers are viewed
+  // (placeholders in the copy, never copied); placeholders already there are views of `weights`.
   std::vector<WeightView> views;
+  std::set<std::string> own;
+  onnx::ModelProto copy = CopyWithoutLargeWeights(
+      light, all_as_inputs ? kDefaultViewBytes : std::numeric_limits<size_t>::max(), [&](const onnx::TensorProto& t) {
+        views.push_back(ViewOf(t));
+        own.insert(t.name());
+        return WeightPlaceholder(t);
+      });
   for (const auto& t : light.graph().initializer()) {
-    if (!IsStashed(t)) continue;
+    if (!IsStashed(t) || own.count(t.name())) continue;
     auto it = by_name.find(t.name());
     if (it == by_name.end() || it->second->raw_data().size() != PlaceholderLength(t)) {
       throw Error(fmt::format("internal: the placeholder of initializer '{}' has no matching weight", t.name()));
     }
     views.push_back(ViewOf(*it->second));
   }
-  return Finish(light, std::move(views), {}, nullptr);
+  return Finish(std::move(copy), std::move(views), {}, nullptr, all_as_inputs);
 }
 
 }  // namespace ptqkit::onnxio

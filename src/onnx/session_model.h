@@ -25,6 +25,9 @@ struct WeightView {
   size_t size = 0;  // bytes
 };
 
+// A copy of `model` without its top-level initializers (nothing of them is copied).
+onnx::ModelProto CopyWithoutInitializers(const onnx::ModelProto& model);
+
 // A copy of `model` in which every top-level initializer above `min_bytes` of raw data is
 // replaced by `placeholder(original)`: the large weights are never copied.
 onnx::ModelProto CopyWithoutLargeWeights(const onnx::ModelProto& model, size_t min_bytes,
@@ -59,7 +62,13 @@ SessionModel MakeSessionModel(const onnx::ModelProto& model, const std::vector<s
 // A session model of `light`, a model whose large initializers are already WeightPlaceholders (a
 // probe built from a model's graph without copying its weights): each placeholder becomes a view
 // of the initializer of the same name in `weights`. Throws ptqkit::Error when one has none.
-// REQUIRES: `weights` outlives every session made from the result and is not edited meanwhile.
-SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights);
+// `all_as_inputs`: the light model's own initializers above kDefaultViewBytes become views too,
+// and every view is a graph input whatever their total. A candidate scored in place of a model
+// whose weights go as inputs then runs the same kernels (no weight is constant or pre-packed), and
+// ONNX Runtime does not fold a DequantizeLinear of constant codes into a float copy of the weight.
+// REQUIRES: `weights` (and, with all_as_inputs, `light`) outlive every session made from the
+// result and are not edited meanwhile.
+SessionModel MakeSessionModelOver(const onnx::ModelProto& light, const onnx::GraphProto& weights,
+                                  bool all_as_inputs = false);
 
 }  // namespace ptqkit::onnxio

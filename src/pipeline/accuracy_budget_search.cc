@@ -4,16 +4,23 @@
 
 #include "base/log.h"
 #include "ptqkit/sensitivity.h"
+#include "scan/sensitivity_shard.h"
 #include "sensitivity/rank_order.h"
 
 namespace ptqkit {
 
-std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
+std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const PreparedModel& prepared,
                                               const CandidateBuilder& build, CandidateScorer& score,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report) {
+  const onnx::ModelProto& model = prepared.proto;
   const accuracy::BudgetMetric metric = score.metric();
+  // Where ONNX Runtime gets the weights as inputs (over 256 MiB) a built candidate would be a
+  // second copy of them: candidates are built light (placeholders and 8-bit codes) and run over the
+  // model's own weights, with the same bits.
+  const bool light = !o.accuracy_eval && build.LightApplies(model);
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
+    if (light) return score.ScoreLight(build.BuildLight(model, in_float), model);
     return score.ScoreDisposable(build.Build(model, in_float));
   };
 
@@ -45,7 +52,8 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const on
       op_types.insert(op);
     }
     so.op_types_scope.assign(op_types.begin(), op_types.end());
-    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivity(so).scores)) {
+    // The scan ranks the model this run quantizes, as it holds it: no second read of the weights.
+    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivityOf(so, prepared).scores)) {
       if (quantized.count(node)) ranking.push_back(node);
     }
   }

@@ -12,12 +12,15 @@
 
 #include "pipeline/candidate_models.h"
 #include "ptqkit/quantize.h"
+#include "runtime/prepared_model.h"
 
 namespace ptqkit {
 
 // `quantized_nodes`: (node, op type) of the run's full plan, the only nodes the search may keep in
 // float. Fills report->accuracy_budget; returns the nodes to keep in float.
-std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const onnx::ModelProto& model,
+// `model` is the run's prepared FP32 model (smoothed when the run smooths): the ranking scan runs on
+// it and the candidates are built from it.
+std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const PreparedModel& model,
                                               const CandidateBuilder& build, CandidateScorer& score,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                               QuantizeReport* report);

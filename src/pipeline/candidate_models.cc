@@ -6,6 +6,7 @@
 #include "base/temporary_folder.h"
 #include "calib/scale_search.h"
 #include "onnx/model_io.h"
+#include "onnx/session_model.h"
 #include "pipeline/channel_capture.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
@@ -88,12 +89,17 @@ std::map<std::string, float> CandidateBuilder::Ranges(const ModelPlacement& plan
 
 RewriteStats CandidateBuilder::Rewrite(ModelPlacement* plan, const std::map<std::string, float>& amax,
                                        int* corrected) const {
+  return RewriteWith(plan, amax, rewrite_, corrected);
+}
+
+RewriteStats CandidateBuilder::RewriteWith(ModelPlacement* plan, const std::map<std::string, float>& amax,
+                                           const RewriteOptions& rewrite, int* corrected) const {
   if (!recipe_.conv_input_means.empty()) {
     const ScopePlacement& main = plan->scopes().front();
-    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, recipe_.conv_input_means, rewrite_);
+    const int n = CorrectConvBiases(main.scope.graph, *main.index, main.plan, recipe_.conv_input_means, rewrite);
     if (corrected) *corrected = n;
   }
-  return plan->Rewrite(amax, rewrite_);
+  return plan->Rewrite(amax, rewrite);
 }
 
 onnx::ModelProto CandidateBuilder::Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const {
@@ -104,6 +110,28 @@ onnx::ModelProto CandidateBuilder::Build(const onnx::ModelProto& fp32, const std
   Rewrite(plan.get(), Ranges(*plan));
   QuantizeReport scratch;
   ConvertPrecision(&candidate, *recipe_.options, &scratch);
+  return candidate;
+}
+
+bool CandidateBuilder::LightApplies(const onnx::ModelProto& fp32) const {
+  return recipe_.options->high_precision_dtype == "fp32" && onnxio::WeightsGoAsInputs(fp32);
+}
+
+onnx::ModelProto CandidateBuilder::BuildLight(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const {
+  onnx::ModelProto candidate =
+      onnxio::CopyWithoutLargeWeights(fp32, onnxio::kDefaultViewBytes, onnxio::WeightPlaceholder);
+  std::map<std::string, const onnx::TensorProto*> source;
+  for (const auto& t : fp32.graph().initializer()) source[t.name()] = &t;
+  KeptInFloat kept;
+  for (const auto& node : in_float) kept.emplace(node, "kept in float by the candidate");
+  std::unique_ptr<ModelPlacement> plan = Plan(&candidate, kept);
+  // dq_only: the quantized weights become codes, and their placeholders are dropped unless another
+  // node reads them. The codes are what Q computes, so DQ(codes) is Q->DQ's output.
+  RewriteOptions rewrite = rewrite_;
+  rewrite.dq_only = true;
+  rewrite.weight_source = &source;
+  RewriteWith(plan.get(), Ranges(*plan), rewrite);
+  DequantizeThroughMul(&candidate);
   return candidate;
 }
 
@@ -128,6 +156,11 @@ double CandidateScorer::ScoreDisposable(onnx::ModelProto candidate) {
   // Not with the caller's scorer: it reads the candidate as written, from a file.
   if (!o_.accuracy_eval) FoldWeightQdqForSession(&candidate);
   return (*this)(candidate);
+}
+
+double CandidateScorer::ScoreLight(const onnx::ModelProto& light, const onnx::ModelProto& fp32) {
+  const onnxio::SessionModel session = onnxio::MakeSessionModelOver(light, fp32.graph(), /*all_as_inputs=*/true);
+  return accuracy::Divergence(metric_, reference_, accuracy::RunOutputs(session, light, data_.set, eval_range_, runtime_));
 }
 
 std::string CandidateScorer::metric_name() const {

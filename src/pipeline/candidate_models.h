@@ -77,7 +77,21 @@ class CandidateBuilder {
   // A copy of `fp32` quantized with `in_float` kept in float, in the run's output precision.
   onnx::ModelProto Build(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const;
 
+  // Whether candidates of `fp32` can be built light (BuildLight) and score as Build's would: its
+  // weights go to ONNX Runtime as inputs (so a built candidate would be scored folded, never
+  // pre-packed) and nothing converts the float weights (--high_precision_dtype fp32).
+  bool LightApplies(const onnx::ModelProto& fp32) const;
+  // The same candidate for scoring only (CandidateScorer::ScoreLight), holding none of `fp32`'s
+  // large weights: in-float weights are placeholders run over `fp32`'s, quantized ones are 8-bit
+  // codes (a quarter of the bytes) dequantized per tensor and scaled by a Mul (DequantizeThroughMul).
+  // The outputs are the bits of Build's candidate with its weights' Q/DQ folded.
+  // REQUIRES: LightApplies(fp32).
+  onnx::ModelProto BuildLight(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const;
+
  private:
+  RewriteStats RewriteWith(ModelPlacement* plan, const std::map<std::string, float>& amax, const RewriteOptions& rewrite,
+                           int* corrected = nullptr) const;
+
   CandidateRecipe recipe_;
   RewriteOptions rewrite_;
 };
@@ -94,6 +108,8 @@ class CandidateScorer {
   // The same for a candidate nothing else needs, its weights' Q/DQ folded first where that gives
   // the same bits faster (FoldWeightQdqForSession, as the loss report does).
   double ScoreDisposable(onnx::ModelProto candidate);
+  // A BuildLight candidate of `fp32`. REQUIRES: no accuracy_eval (it reads a file).
+  double ScoreLight(const onnx::ModelProto& light, const onnx::ModelProto& fp32);
   accuracy::BudgetMetric metric() const { return metric_; }
   std::string metric_name() const;
 

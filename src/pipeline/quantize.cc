@@ -256,7 +256,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
-    budget_exclusions = SearchAccuracyBudget(o, model, build, *scorer, plan->QuantizedNodes(), &report);
+    budget_exclusions = SearchAccuracyBudget(o, prepared, build, *scorer, plan->QuantizedNodes(), &report);
     // The final plan keeps the search's choice in float too.
     for (const auto& node : budget_exclusions) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
     if (!budget_exclusions.empty()) plan = build.Plan(&model, kept_in_float);

@@ -168,10 +168,10 @@ int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Pl
     if (conv.input_size() > 2 && !conv.input(2).empty()) {
       const onnx::TensorProto* b = index.Constant(conv.input(2));
       if (b == nullptr || b->data_type() != onnx::TensorProto::FLOAT) continue;
-      bias = TensorToFloats(*b);
+      bias = TensorToFloats(WeightValues(*b, options));
       if (bias.size() != static_cast<size_t>(shape[0])) continue;
     }
-    const std::vector<float> values = TensorToFloats(*w);
+    const std::vector<float> values = TensorToFloats(WeightValues(*w, options));
     std::vector<double> coverage;
     if (stats->second.shape.size() == shape.size()) {
       coverage = TapCoverage(conv, std::vector<int64_t>(shape.begin() + 2, shape.end()),

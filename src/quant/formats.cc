@@ -35,6 +35,7 @@ const QuantFormat kInt8 = {
     .quantize = Int8Bits,
     .dequantize = Int8Value,
     .fake_quantize = FakeQuantizeInt8,
+    .quantize_all = QuantizeAllInt8,
     .placement = {},
 };
 
@@ -53,6 +54,7 @@ const QuantFormat kFp8 = {
     .quantize = QuantizeFloat8E4M3FN,
     .dequantize = Fp8Value,
     .fake_quantize = FakeQuantizeFloat8E4M3FN,
+    .quantize_all = QuantizeAllFloat8E4M3FN,
     .placement = {.quantize_conv_transpose = false,
                   .min_conv_channels = 17,
                   .max_conv_kernel_volume = 32,

@@ -55,6 +55,9 @@ struct QuantFormat {
   float (*dequantize)(uint8_t bits, float scale) = nullptr;
   // Both at once over a tensor, in place (numerics.h FakeQuantize*); nullptr for 4-bit formats.
   void (*fake_quantize)(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) = nullptr;
+  // `quantize` over a tensor into `out` (numerics.h QuantizeAll*); nullptr for 4-bit formats.
+  void (*quantize_all)(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
+                       uint8_t* out) = nullptr;
   PlacementProfile placement;
   // ONNX Runtime CPU's Q/DQ fusions mis-handle this format (DESIGN.md "Numerics"): with
   // --target_runtime ort_cpu a Relu/Clip is moved after the DQ, and sensitivity probes run with

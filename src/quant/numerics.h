@@ -58,6 +58,12 @@ double NearestFloat8E4M3FN(double y);
 // REQUIRES: every scale > 0 and finite; values holds `count` floats.
 void FakeQuantizeInt8(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
 void FakeQuantizeFloat8E4M3FN(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
+// The stored bits alone, out[i] = Quantize(values[i], s) (QuantizeInt8's as a byte,
+// QuantizeFloat8E4M3FN), with the same channel rule, equal element for element.
+void QuantizeAllInt8(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
+                     uint8_t* out);
+void QuantizeAllFloat8E4M3FN(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
+                             uint8_t* out);
 
 // amax / qmax, for a per-tensor or per-channel scale of `tensor_name`. A degenerate amax
 // (0, negative, NaN, Inf) gives kDegenerateScale, a scale below kMinScale is raised to it; both

@@ -8,6 +8,7 @@
 #include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
 #include "onnx/subgraphs.h"
+#include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
 
@@ -109,7 +110,7 @@ class Rewriter {
   }
 
   std::string AddWeight(const QuantizedTensor& q) {
-    const onnx::TensorProto* w = index_.Constant(q.tensor);
+    const onnx::TensorProto* w = &WeightValues(*index_.Constant(q.tensor), options_);
     const std::vector<float> values = TensorToFloats(*w);
     const std::vector<int64_t> shape = TensorShape(*w);
     std::vector<float> scales;
@@ -147,6 +148,11 @@ class Rewriter {
     int64_t inner = 1;
     if (axis >= 0) {
       for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    }
+    if (format_.quantize_all) {  // the same bits, vectorised
+      format_.quantize_all(values.data(), static_cast<int64_t>(values.size()), scales.data(),
+                           static_cast<int64_t>(scales.size()), inner, reinterpret_cast<uint8_t*>(bytes.data()));
+      return bytes;
     }
     for (size_t i = 0; i < values.size(); ++i) {
       const float s = axis >= 0 ? scales[(i / inner) % scales.size()] : scales[0];
@@ -192,6 +198,15 @@ class Rewriter {
 };
 
 }  // namespace
+
+const onnx::TensorProto& WeightValues(const onnx::TensorProto& t, const RewriteOptions& options) {
+  if (!onnxio::IsStashed(t)) return t;
+  if (options.weight_source) {
+    auto it = options.weight_source->find(t.name());
+    if (it != options.weight_source->end()) return *it->second;
+  }
+  throw Error(fmt::format("internal: weight '{}' is a placeholder and the rewrite has no source for it", t.name()));
+}
 
 RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan, const std::map<std::string, float>& activation_amax,
                        const RewriteOptions& options) {

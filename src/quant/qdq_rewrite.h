@@ -41,7 +41,15 @@ struct RewriteOptions {
   // with reduce_range: its u8s8 kernels on x86 CPUs without VNNI sum pairs of u8*s8 products in
   // 16 bits, which saturates with full-range weights; it cannot with 7-bit ones.
   bool reduce_range = false;
+  // Where the values of placeholder initializers (onnx/session_model.h WeightPlaceholder) are: a
+  // candidate built only to be scored holds placeholders instead of the model's large weights, and
+  // the rewrite (and bias correction) read each weight from here, one at a time.
+  const std::map<std::string, const onnx::TensorProto*>* weight_source = nullptr;
 };
+
+// The tensor whose values `t` holds: `t` itself, or the weight_source's tensor of that name when
+// `t` is a placeholder. Throws ptqkit::Error when a placeholder has no source.
+const onnx::TensorProto& WeightValues(const onnx::TensorProto& t, const RewriteOptions& options);
 
 struct RewriteStats {
   int qdq_pairs = 0;        // Q/DQ (or DQ-only) pairs inserted

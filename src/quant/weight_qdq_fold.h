@@ -32,4 +32,13 @@ int FoldWeightQdq(onnx::ModelProto* model);
 // folded.
 int FoldWeightQdqForSession(onnx::ModelProto* model);
 
+// For a model that holds its weights quantized (DequantizeLinear of 8-bit codes, as a dq_only
+// rewrite writes them) and runs with them as graph inputs: every per-channel DequantizeLinear of an
+// initializer, all zero points 0, becomes a per-tensor one with scale 1 followed by a Mul by the
+// channel scales shaped to broadcast along the axis. ONNX Runtime's per-channel kernel along the
+// last axis (MatMul weights) goes one element at a time; these two run at memory speed. Same
+// values: q * 1 is exact, then the one product q * s the per-channel kernel computes. Returns the
+// number of DequantizeLinear nodes rewritten (main graph only).
+int DequantizeThroughMul(onnx::ModelProto* model);
+
 }  // namespace ptqkit

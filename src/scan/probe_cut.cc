@@ -41,13 +41,6 @@ ProbeCut ComputeProbeCut(const GraphIndex& g, const Placement& plan) {
   return cut;
 }
 
-onnx::ModelProto WithoutInitializers(const onnx::ModelProto& model) {
-  onnx::ModelProto copy;
-  copy.CopyFrom(model);  // initializers are cleared right after; graph nodes are small
-  copy.mutable_graph()->clear_initializer();
-  return copy;
-}
-
 void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model) {
   std::set<std::string> weights;
   for (const auto& t : plan.tensors)

@@ -43,8 +43,6 @@ struct BoundaryType {
 onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onnx::GraphProto& original,
                                     const ProbeCut& cut, const std::map<std::string, BoundaryType>& types);
 
-// A copy of `model` whose graph has no initializers (the cheap base of each probe's rewrite).
-onnx::ModelProto WithoutInitializers(const onnx::ModelProto& model);
 // Adds to `model` the initializers of `original` that the plan quantizes as weights.
 void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model);
 

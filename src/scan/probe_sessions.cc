@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/log.h"
+#include "onnx/session_model.h"
 #include "quant/qdq_rewrite.h"
 #include "scan/probe_merge.h"
 
@@ -23,7 +24,7 @@ constexpr size_t kProbesPerSession = 4;
 }  // namespace
 
 ProbeSessions::ProbeSessions(const ProbeContext& context, SensitivityResult* result)
-    : c_(context), result_(result), skeleton_(WithoutInitializers(*context.model)) {
+    : c_(context), result_(result), skeleton_(onnxio::CopyWithoutInitializers(*context.model)) {
   for (const auto& t : c_.model->graph().initializer()) original_initializers_.insert(t.name());
 }
 

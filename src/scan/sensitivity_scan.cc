@@ -15,6 +15,7 @@
 #include "calib/scale_search.h"
 #include "data/run_digests.h"
 #include "onnx/graph_index.h"
+#include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
@@ -110,36 +111,46 @@ struct ScanOutcome {
   shard::Fingerprint fingerprint;    // only for shards
 };
 
-// Step 1: the options, the files, the prepared model (at the format's opset) and the data.
+// Step 1: the options, the files, the prepared model (at the format's opset) and the data. The
+// model is read from --onnx_path, or is the caller's (an --accuracy_budget ranking scans the model
+// its quantize run holds: no second copy of the weights).
 struct ScanInputs {
   const QuantFormat* format = nullptr;
-  PreparedModel prepared;
+  PreparedModel loaded;                      // when read here
+  const PreparedModel* prepared = nullptr;   // &loaded or the caller's
   std::optional<CalibrationData> data;
   RuntimeOptions runtime;
 };
 
-ScanInputs OpenInputs(const SensitivityOptions& o) {
+void OpenInputs(const SensitivityOptions& o, const PreparedModel* given, ScanInputs* in) {
   CheckOptions(o);
   sensitivity::ParseMetric(o.metric);  // a bad name fails before any file is read
   IoGuard files;
   files.Input(o.onnx_path, "--onnx_path");
   files.InputFolderFiles(o.calibration_data_path, "--calibration_data_path");
   for (const auto& [path, role] : o.output_files) files.Output(path, role);
-  files.Check();
-  ScanInputs in;
-  in.format = &TargetFormat(o);
-  in.prepared = LoadPreparedModel(o.onnx_path, files);
-  onnxio::UpgradeOpset(&in.prepared.proto, in.format->min_opset);  // e.g. FP8 Q/DQ need opset 19
+  in->format = &TargetFormat(o);
+  if (given) {
+    files.Check();
+    if (onnxio::DefaultOpset(given->proto) < in->format->min_opset) {
+      throw Error(fmt::format("internal: the model handed to the scan is at opset {}, below {}'s {}",
+                              onnxio::DefaultOpset(given->proto), in->format->name, in->format->min_opset));
+    }
+    in->prepared = given;
+  } else {
+    in->loaded = LoadPreparedModel(o.onnx_path, files);
+    onnxio::UpgradeOpset(&in->loaded.proto, in->format->min_opset);  // e.g. FP8 Q/DQ need opset 19
+    in->prepared = &in->loaded;
+  }
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,
                       o.calibration_shapes, o.calibration_batch_size, o.calibration_batch_axis};
   // Statistics do not depend on the batch size (exact merging), so a dynamic-batch model is
   // calibrated in evaluation-sized batches unless the user chose a batch size.
-  if (HasDynamicBatch(in.prepared) && request.batch_size == 0 && request.shapes.empty()) {
+  if (HasDynamicBatch(*in->prepared) && request.batch_size == 0 && request.shapes.empty()) {
     request.batch_size = kEvalBatchForDynamicModels;
   }
-  in.data = OpenCalibrationData(in.prepared, request);
-  in.runtime = {o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
-  return in;
+  in->data = OpenCalibrationData(*in->prepared, request);
+  in->runtime = {o.calibration_eps, o.trt_plugins, o.intra_op_num_threads};
 }
 
 // Step 2: one calibration pass over the union of every probe's activation tensors, or a table
@@ -164,7 +175,7 @@ std::map<std::string, float> CalibrateOnce(const SensitivityOptions& o, const Sc
     capture.histograms = method != calib::Method::kMax;
     capture.batch_size = in.data->batch_size;
     capture.num_batches = in.data->num_batches;
-    CaptureResult captured = CaptureStatistics(in.prepared.proto, in.data->set, capture, in.runtime);
+    CaptureResult captured = CaptureStatistics(in.prepared->proto, in.data->set, capture, in.runtime);
     table = std::move(captured.table);
     *num_samples = captured.num_samples;
   } else {
@@ -198,7 +209,7 @@ Reference ComputeReference(const SensitivityOptions& o, const ScanInputs& in, co
     p.cut = ComputeProbeCut(index, p.plan);
     boundaries.insert(p.cut.boundary.begin(), p.cut.boundary.end());
   }
-  return RunReference(in.prepared.proto, in.data->set, eval, boundaries, in.runtime,
+  return RunReference(in.prepared->proto, in.data->set, eval, boundaries, in.runtime,
                       static_cast<size_t>(o.activation_cache_limit_mb) << 20);
 }
 
@@ -222,11 +233,12 @@ void Finish(const SensitivityOptions& o, const std::vector<Probe>& probes, bool 
 }
 
 // as_part: score one shard's targets and fingerprint the run (ScoreSensitivityShard).
-ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
+ScanOutcome Scan(const SensitivityOptions& o, bool as_part, const PreparedModel* given = nullptr) {
   const auto start = Clock::now();
-  const ScanInputs in = OpenInputs(o);
+  ScanInputs in;
+  OpenInputs(o, given, &in);
   const sensitivity::Metric metric = sensitivity::ParseMetric(o.metric);
-  const onnx::ModelProto& model = in.prepared.proto;
+  const onnx::ModelProto& model = in.prepared->proto;
   const GraphIndex index(model.graph());
   std::vector<Probe> probes = MakeProbes(index, o);
   const shard::ShardSpec spec{o.shard_index, o.shard_count};
@@ -239,7 +251,7 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
   const double calibration_s = Since(calib_start);
 
   const auto ref_start = Clock::now();
-  const EvalBatches eval = ChooseEvalBatches(in.prepared, *in.data, num_samples);
+  const EvalBatches eval = ChooseEvalBatches(*in.prepared, *in.data, num_samples);
   const Reference reference = ComputeReference(o, in, index, eval, &probes);
   const double reference_s = Since(ref_start);
 
@@ -292,6 +304,11 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part) {
 sensitivity::SensitivityResult ScoreSensitivity(const SensitivityOptions& o) {
   if (o.shard_count != 1) throw Error("ScoreSensitivity scores every target; use ScoreSensitivityShard for a shard");
   return Scan(o, false).result;
+}
+
+sensitivity::SensitivityResult ScoreSensitivityOf(const SensitivityOptions& o, const PreparedModel& model) {
+  if (o.shard_count != 1) throw Error("ScoreSensitivityOf scores every target");
+  return Scan(o, false, &model).result;
 }
 
 shard::SensitivityPart ScoreSensitivityShard(const SensitivityOptions& o) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptqkit/sensitivity.h"
+#include "runtime/prepared_model.h"
 #include "scan/sensitivity_part.h"
 
 namespace ptqkit {
@@ -18,6 +19,12 @@ namespace ptqkit {
 // ScoreSensitivity() does, except that a shard that scores nothing is not an error (its targets
 // may all legitimately fail; the merge checks the whole).
 shard::SensitivityPart ScoreSensitivityShard(const SensitivityOptions& options);
+
+// ScoreSensitivity() on `model`, which the caller has loaded and prepared from options.onnx_path
+// (at least at the target format's opset) and may have edited since: quantize's --accuracy_budget
+// ranks the nodes of the model it quantizes (smoothed) without reading the weights a second time.
+// REQUIRES: `model` is not edited during the call.
+sensitivity::SensitivityResult ScoreSensitivityOf(const SensitivityOptions& options, const PreparedModel& model);
 
 // The tensors a scan with `options` calibrates: the union of its probes' activation tensors, on
 // the prepared model (upgraded to opset 19 for fp8). `ptqkit calibrate --for_sensitivity` observes

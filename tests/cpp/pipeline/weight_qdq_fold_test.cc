@@ -46,10 +46,11 @@ HostTensor Samples(int64_t n) {
   return t;
 }
 
-std::string Quantized(const fs::path& model, const std::string& mode, int64_t eval_samples) {
+std::string Quantized(const fs::path& model, const std::string& mode, int64_t eval_samples, bool dq_only = false) {
   QuantizeOptions o;
+  o.dq_only = dq_only;
   o.onnx_path = model.string();
-  o.output_path = (model.parent_path() / (mode + ".onnx")).string();
+  o.output_path = (model.parent_path() / (mode + (dq_only ? "_dq.onnx" : ".onnx"))).string();
   o.quantize_mode = mode;
   o.calibration_tensors = std::map<std::string, HostTensor>{{"x", Samples(24)}};
   o.eval_samples = eval_samples;
@@ -127,6 +128,62 @@ TEST_P(FoldTest, FoldedWeightsAreOnnxRuntimesBits) {
     EXPECT_NEAR(a.Data<float>()[i], b.Data<float>()[i], 1e-4f * (1.0f + std::abs(a.Data<float>()[i])));
   }
   EXPECT_EQ(FoldWeightQdq(&folded), 0);  // nothing left to fold
+}
+
+// A budget candidate of a model over 2 GiB holds 8-bit codes and runs with every large tensor as a
+// graph input (CandidateBuilder::BuildLight): the per-channel DQ split into DQ(scale 1) and a Mul
+// must give the DQ's bits, along axis 0 (Conv) and the last axis (MatMul).
+TEST_P(FoldTest, DequantizeThroughMulGivesThePerChannelDequantizeBits) {
+  const onnx::ModelProto model = onnxio::LoadModel(Quantized(MakeModel("split_" + GetParam()), GetParam(), 0, true));
+  onnx::ModelProto split = model;
+  ASSERT_EQ(DequantizeThroughMul(&split), 2);
+  for (const auto& n : split.graph().node()) {
+    if (n.op_type() == "DequantizeLinear") {
+      EXPECT_EQ(n.attribute_size(), 0) << n.name() << " is still per channel";
+    }
+  }
+  EXPECT_EQ(CountOps(split, "Mul"), CountOps(model, "Mul") + 2);
+  RuntimeOptions basic;
+  basic.basic_optimizations_only = true;
+  const auto run = [&](const onnx::ModelProto& m) {
+    InferenceSession session(onnxio::MakeSessionModelOver(m, m.graph(), /*all_as_inputs=*/true), basic);
+    return session.Run(Batch{{"x", Samples(6)}}, {"out"}).at(0);
+  };
+  const HostTensor a = run(model), b = run(split);
+  ASSERT_EQ(a.bytes.size(), b.bytes.size());
+  EXPECT_EQ(a.bytes, b.bytes) << "the split dequantization changed the outputs";
+  EXPECT_EQ(DequantizeThroughMul(&split), 0);  // nothing per channel left
+}
+
+// With all_as_inputs, the light model's own large initializers are views and graph inputs too:
+// the session model's serialized graph carries none of their bytes, and the session reads them.
+TEST(Fold, SessionOverALightModelViewsItsOwnLargeInitializers) {
+  onnx::ModelProto model = onnxio::LoadModel(Quantized(MakeModel("views"), "int8", 0, true));
+  onnx::TensorProto* big = model.mutable_graph()->add_initializer();
+  big->set_name("codes_like");
+  big->set_data_type(onnx::TensorProto::INT8);
+  big->add_dims(96 * 1024);
+  std::string bytes(96 * 1024, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  big->set_raw_data(bytes);
+  auto* reader = model.mutable_graph()->add_node();
+  reader->set_op_type("Identity");
+  reader->set_name("read_codes_like");
+  reader->add_input("codes_like");
+  reader->add_output("codes_like_out");
+  model.mutable_graph()->add_output()->set_name("codes_like_out");
+
+  const onnxio::SessionModel viewed = onnxio::MakeSessionModelOver(model, model.graph(), /*all_as_inputs=*/true);
+  EXPECT_TRUE(viewed.weights_as_inputs);
+  ASSERT_EQ(viewed.weights.size(), 1u);
+  EXPECT_EQ(viewed.weights[0].data, model.graph().initializer(model.graph().initializer_size() - 1).raw_data().data());
+  EXPECT_LT(viewed.graph_bytes.size(), bytes.size());
+  InferenceSession session(viewed, RuntimeOptions{});
+  const HostTensor out = session.Run(Batch{{"x", Samples(2)}}, {"codes_like_out"}).at(0);
+  ASSERT_EQ(out.bytes.size(), bytes.size());
+  EXPECT_EQ(std::memcmp(out.bytes.data(), bytes.data(), bytes.size()), 0);
+  // Without it only placeholders become views, and this model has none.
+  EXPECT_TRUE(onnxio::MakeSessionModelOver(model, model.graph()).weights.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, FoldTest, ::testing::Values("int8", "fp8"));

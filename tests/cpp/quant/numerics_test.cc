@@ -210,5 +210,27 @@ TEST(NumericsFakeQuantizeTest, EqualsTheScalarRoundTripElementForElement) {
   }
 }
 
+TEST(NumericsFakeQuantizeTest, QuantizeAllEqualsTheScalarQuantizeElementForElement) {
+  const std::vector<float> scales = {0.0173f, 1.0f, 3.7e-5f, 0.5f, 1234.5f};
+  for (int64_t inner : {1, 3}) {
+    for (int64_t channels : {1, 5}) {
+      std::vector<float> values;
+      for (float s : scales) {
+        const std::vector<float> probe = FakeQuantizeProbe(s);
+        values.insert(values.end(), probe.begin(), probe.end());
+      }
+      std::vector<uint8_t> int8(values.size()), fp8(values.size());
+      const auto n = static_cast<int64_t>(values.size());
+      QuantizeAllInt8(values.data(), n, scales.data(), channels, inner, int8.data());
+      QuantizeAllFloat8E4M3FN(values.data(), n, scales.data(), channels, inner, fp8.data());
+      for (size_t i = 0; i < values.size(); ++i) {
+        const float s = channels > 1 ? scales[(i / inner) % channels] : scales[0];
+        ASSERT_EQ(int8[i], static_cast<uint8_t>(QuantizeInt8(values[i], s))) << "int8: " << values[i] << " scale " << s;
+        ASSERT_EQ(fp8[i], QuantizeFloat8E4M3FN(values[i], s)) << "fp8: " << values[i] << " scale " << s;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptqkit
