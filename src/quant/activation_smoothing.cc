@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <functional>
+#include <numeric>
 #include <set>
 
 #include "onnx/fresh_name.h"
@@ -43,6 +46,29 @@ void SetFloats(onnx::TensorProto* t, const std::vector<int64_t>& dims, const std
   t->set_data_type(onnx::TensorProto::FLOAT);
   for (auto d : dims) t->add_dims(d);
   t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+}
+
+// Calls f(values) on `t`'s float values, edited in place when they are float32 in an aligned
+// buffer (the usual case: no copy), else through a copy written back as raw data.
+template <typename F>
+void WithFloats(onnx::TensorProto* t, F f) {
+  const size_t count = static_cast<size_t>(std::accumulate(t->dims().begin(), t->dims().end(), int64_t{1},
+                                                           std::multiplies<int64_t>()));
+  if (t->data_type() == onnx::TensorProto::FLOAT && t->external_data_size() == 0) {
+    if (t->has_raw_data() && t->raw_data().size() == count * sizeof(float) &&
+        reinterpret_cast<uintptr_t>(t->raw_data().data()) % alignof(float) == 0) {
+      f(reinterpret_cast<float*>(t->mutable_raw_data()->data()));
+      return;
+    }
+    if (!t->has_raw_data() && static_cast<size_t>(t->float_data_size()) == count) {
+      f(t->mutable_float_data()->mutable_data());
+      return;
+    }
+  }
+  std::vector<float> values = TensorToFloats(*t);
+  f(values.data());
+  const std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+  SetFloats(t, dims, values);
 }
 
 }  // namespace
@@ -97,60 +123,56 @@ std::vector<float> SmoothingScales(const std::vector<float>& activation_amax, co
 
 int SmoothActivations(onnx::GraphProto* graph, const GraphIndex& index, const std::vector<SmoothingSite>& sites,
                       const std::map<std::string, std::vector<float>>& channel_amax, double alpha) {
-  // Computed first, applied afterwards, so that every read goes through the unedited graph.
-  struct Edit {
-    int mul, constant_input;
-    std::vector<float> constant;  // [K]
-    std::vector<std::pair<std::string, std::vector<float>>> weights;  // name -> [K, N]
-    std::vector<std::vector<int64_t>> weight_dims;
-  };
-  std::vector<Edit> edits;
+  // Each site is scaled in place, one weight at a time: a copy of every smoothed weight at once
+  // was 1.1 GiB more at peak on a 2.3 GiB decoder. The reads stay those of the unedited graph: a
+  // weight belongs to one site (its only reader is the site's MatMul), and the Mul's constant gets
+  // a fresh initializer instead of being edited.
+  int smoothed = 0;
   for (const auto& site : sites) {
     auto it = channel_amax.find(site.tensor);
     const auto& mm0 = index.node(site.matmuls.front());
     const int64_t k = index.Constant(mm0.input(1))->dims(0);
     if (it == channel_amax.end() || static_cast<int64_t>(it->second.size()) != k) continue;
-    // Weights are rewritten in place: each must be an initializer of this graph.
-    if (!std::all_of(site.matmuls.begin(), site.matmuls.end(),
-                     [&](int m) { return OwnInitializer(graph, index.node(m).input(1)) != nullptr; })) {
-      continue;
-    }
-    Edit e{site.mul, site.constant_input, {}, {}, {}};
-    std::vector<float> wmax(static_cast<size_t>(k), 0.0f);
+    // Weights are rewritten in place: each must be an initializer of this graph that nothing else
+    // reads (a shared weight would change for its other readers too).
+    std::vector<onnx::TensorProto*> weights;
     for (int m : site.matmuls) {
-      const onnx::TensorProto* w = index.Constant(index.node(m).input(1));
+      const std::string& name = index.node(m).input(1);
+      onnx::TensorProto* w = index.Consumers(name).size() == 1 ? OwnInitializer(graph, name) : nullptr;
+      if (w == nullptr || w->dims_size() != 2 || w->dims(0) != k) break;
+      weights.push_back(w);
+    }
+    if (weights.size() != site.matmuls.size()) continue;
+    std::vector<float> wmax(static_cast<size_t>(k), 0.0f);
+    for (onnx::TensorProto* w : weights) {
       const int64_t n = w->dims(1);
-      e.weights.emplace_back(index.node(m).input(1), TensorToFloats(*w));
-      e.weight_dims.push_back({k, n});
-      const auto& v = e.weights.back().second;
-      for (int64_t j = 0; j < k; ++j) {
-        for (int64_t c = 0; c < n; ++c) wmax[j] = std::max(wmax[j], std::fabs(v[j * n + c]));
-      }
+      WithFloats(w, [&](float* v) {
+        for (int64_t j = 0; j < k; ++j) {
+          for (int64_t c = 0; c < n; ++c) wmax[j] = std::max(wmax[j], std::fabs(v[j * n + c]));
+        }
+      });
     }
     const std::vector<float> s = SmoothingScales(it->second, wmax, alpha);
-    for (auto& [name, v] : e.weights) {
-      const int64_t n = static_cast<int64_t>(v.size()) / k;
-      for (int64_t j = 0; j < k; ++j) {
-        for (int64_t c = 0; c < n; ++c) v[j * n + c] *= s[j];
-      }
+    for (onnx::TensorProto* w : weights) {
+      const int64_t n = w->dims(1);
+      WithFloats(w, [&](float* v) {
+        for (int64_t j = 0; j < k; ++j) {
+          for (int64_t c = 0; c < n; ++c) v[j * n + c] *= s[j];
+        }
+      });
     }
     const std::vector<float> c = TensorToFloats(*index.Constant(index.node(site.mul).input(site.constant_input)));
-    e.constant.resize(static_cast<size_t>(k));
-    for (int64_t j = 0; j < k; ++j) e.constant[j] = (c.size() == 1 ? c[0] : c[j]) / s[j];
-    edits.push_back(std::move(e));
-  }
-  for (auto& e : edits) {
-    for (size_t m = 0; m < e.weights.size(); ++m) {
-      SetFloats(OwnInitializer(graph, e.weights[m].first), e.weight_dims[m], e.weights[m].second);
-    }
+    std::vector<float> constant(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) constant[j] = (c.size() == 1 ? c[0] : c[j]) / s[j];
     // The constant gets a fresh initializer: it may be shared or a Constant node's output.
-    onnx::NodeProto* mul = graph->mutable_node(e.mul);
+    onnx::NodeProto* mul = graph->mutable_node(site.mul);
     auto* t = graph->add_initializer();
-    t->set_name(onnxio::FreshTensorName(*graph, mul->input(e.constant_input) + "_smoothed"));
-    SetFloats(t, {static_cast<int64_t>(e.constant.size())}, e.constant);
-    mul->set_input(e.constant_input, t->name());
+    t->set_name(onnxio::FreshTensorName(*graph, mul->input(site.constant_input) + "_smoothed"));
+    SetFloats(t, {static_cast<int64_t>(constant.size())}, constant);
+    mul->set_input(site.constant_input, t->name());
+    ++smoothed;
   }
-  return static_cast<int>(edits.size());
+  return smoothed;
 }
 
 }  // namespace ptqkit

@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "onnx/session_model.h"
+#include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -41,12 +42,16 @@ ProbeCut ComputeProbeCut(const GraphIndex& g, const Placement& plan) {
   return cut;
 }
 
-void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model) {
+void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model,
+                    bool placeholders) {
   std::set<std::string> weights;
   for (const auto& t : plan.tensors)
     if (t.is_weight) weights.insert(t.tensor);
-  for (const auto& t : original.initializer())
-    if (weights.count(t.name())) *model->mutable_graph()->add_initializer() = t;
+  for (const auto& t : original.initializer()) {
+    if (!weights.count(t.name())) continue;
+    const bool large = t.has_raw_data() && t.raw_data().size() > onnxio::kDefaultViewBytes;
+    *model->mutable_graph()->add_initializer() = placeholders && large ? onnxio::WeightPlaceholder(t) : t;
+  }
 }
 
 onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onnx::GraphProto& original,
@@ -98,7 +103,8 @@ onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onn
   for (const auto* source : {&full, &original}) {
     for (const auto& t : source->initializer()) {
       if (!used_initializers.count(t.name()) || !copied.insert(t.name()).second) continue;
-      *graph->add_initializer() = large.count(t.name()) ? onnxio::WeightPlaceholder(t) : t;
+      const bool view = large.count(t.name()) && !onnxio::IsStashed(t);  // a placeholder already stays one
+      *graph->add_initializer() = view ? onnxio::WeightPlaceholder(t) : t;
     }
   }
   for (const auto& name : cut.boundary) {

@@ -44,6 +44,9 @@ onnx::ModelProto BuildProbeSubmodel(const onnx::ModelProto& rewritten, const onn
                                     const ProbeCut& cut, const std::map<std::string, BoundaryType>& types);
 
 // Adds to `model` the initializers of `original` that the plan quantizes as weights.
-void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model);
+// With `placeholders`, the large ones (over onnxio::kDefaultViewBytes) are added as WeightPlaceholders
+// (the rewrite then reads them through RewriteOptions::weight_source).
+void AddPlanWeights(const Placement& plan, const onnx::GraphProto& original, onnx::ModelProto* model,
+                    bool placeholders = false);
 
 }  // namespace ptqkit

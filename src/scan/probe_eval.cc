@@ -141,10 +141,12 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
 
 ProbeOutputs RunOnReference(const onnx::ModelProto& model, const onnx::GraphProto* weights,
                             const std::vector<std::string>& outputs,
-                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime) {
+                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime,
+                            bool all_as_inputs) {
   // The large initializers are handed over as views, not serialized: a serialized merged probe
   // held its downstream weights twice more (the bytes, then ONNX Runtime's parse).
-  InferenceSession session(weights ? onnxio::MakeSessionModelOver(model, *weights) : onnxio::MakeSessionModel(model),
+  InferenceSession session(weights ? onnxio::MakeSessionModelOver(model, *weights, all_as_inputs)
+                                   : onnxio::MakeSessionModel(model),
                            runtime);
   ProbeOutputs results;
   for (const auto& batch : ref.batches) {

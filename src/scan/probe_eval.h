@@ -60,10 +60,11 @@ using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per bat
 // Runs `model` on every evaluation batch, its inputs taken from the reference, and returns the
 // values of `outputs` renamed to `names` (same length). Its large initializers are views
 // (onnx/session_model.h): of `weights` where `model` holds WeightPlaceholders (probe sub-models),
-// else of its own.
+// else of its own. `all_as_inputs`: see onnxio::MakeSessionModelOver (with `weights` only).
 ProbeOutputs RunOnReference(const onnx::ModelProto& model, const onnx::GraphProto* weights,
                             const std::vector<std::string>& outputs,
-                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime);
+                            const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime,
+                            bool all_as_inputs = false);
 
 // Sum over graph outputs of the mean over samples of the metric. An output the probe does not
 // recompute equals the reference and contributes 0. An output's axis 0 is the sample axis when it

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "onnx/session_model.h"
 #include "quant/qdq_rewrite.h"
+#include "quant/weight_qdq_fold.h"
 #include "scan/probe_merge.h"
 
 namespace ptqkit {
@@ -20,12 +21,20 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // than 4 (one large graph runs with worse locality); 1–4 are within noise; on small models the
 // saved session start-ups matter a little more.
 constexpr size_t kProbesPerSession = 4;
+// With weights as inputs (light probes) each probe dequantizes its weight at run time, and a merged
+// session may hold every probe's dequantized weight at once; large models have few probes per
+// second anyway, so each runs alone.
+constexpr size_t kLightProbesPerSession = 1;
 
 }  // namespace
 
 ProbeSessions::ProbeSessions(const ProbeContext& context, SensitivityResult* result)
-    : c_(context), result_(result), skeleton_(onnxio::CopyWithoutInitializers(*context.model)) {
-  for (const auto& t : c_.model->graph().initializer()) original_initializers_.insert(t.name());
+    : c_(context), result_(result), skeleton_(onnxio::CopyWithoutInitializers(*context.model)),
+      light_(onnxio::WeightsGoAsInputs(*context.model)) {
+  for (const auto& t : c_.model->graph().initializer()) {
+    original_initializers_.insert(t.name());
+    if (light_) weight_source_[t.name()] = &t;
+  }
 }
 
 void ProbeSessions::Fail(size_t i, const std::string& why) {
@@ -60,11 +69,26 @@ void ProbeSessions::Evaluate(size_t i) {
     RewriteOptions rewrite;
     rewrite.format = c_.format;
     rewrite.reserved_names = &original_initializers_;
+    // A model whose weights ONNX Runtime gets as inputs (over 256 MiB): the probe's weights are 8-bit
+    // codes dequantized per tensor and scaled by a Mul (the values of Q->DQ), read from the model's
+    // own weights, and its session takes every large tensor as an input. A probe holding its weights
+    // as initializers had ONNX Runtime copy them, pre-pack them and fold their Q->DQ: four probes of
+    // 64 MiB weights took 0.5 GiB more at peak; Q->DQ on an input weight would be slow instead
+    // (per-channel kernels along the last axis, onnx/session_model.h).
+    if (light_) {
+      rewrite.dq_only = true;
+      rewrite.weight_source = &weight_source_;
+    }
     if (!ref.has_boundaries) {
-      onnx::ModelProto rewritten = *c_.model;
+      onnx::ModelProto rewritten =
+          light_ ? onnxio::CopyWithoutLargeWeights(*c_.model, onnxio::kDefaultViewBytes, onnxio::WeightPlaceholder)
+                 : *c_.model;
       InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, *c_.amax), rewrite);
+      if (light_) DequantizeThroughMul(&rewritten);
       const auto run_start = Clock::now();
-      const ProbeOutputs outputs = RunOnReference(rewritten, nullptr, ref.output_names, ref.output_names, ref, c_.runtime);
+      const ProbeOutputs outputs =
+          RunOnReference(rewritten, light_ ? &c_.model->graph() : nullptr, ref.output_names, ref.output_names, ref,
+                         c_.runtime, light_);
       run_seconds_ += Since(run_start);
       Record(i, outputs);
       return;
@@ -75,13 +99,14 @@ void ProbeSessions::Evaluate(size_t i) {
       return;
     }
     onnx::ModelProto rewritten = skeleton_;
-    AddPlanWeights(p.plan, c_.model->graph(), &rewritten);
+    AddPlanWeights(p.plan, c_.model->graph(), &rewritten, light_);
     InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, *c_.amax), rewrite);
+    if (light_) DequantizeThroughMul(&rewritten);
     pending_.push_back({i, BuildProbeSubmodel(rewritten, c_.model->graph(), p.cut, ref.types), p.cut.outputs});
   } catch (const std::exception& e) {
     Fail(i, e.what());
   }
-  if (pending_.size() >= kProbesPerSession) RunMerged();
+  if (pending_.size() >= (light_ ? kLightProbesPerSession : kProbesPerSession)) RunMerged();
 }
 
 void ProbeSessions::Flush() { RunMerged(); }
@@ -106,7 +131,8 @@ void ProbeSessions::RunMerged() {
   } timer{run_seconds_, Clock::now()};
   const Reference& ref = *c_.reference;
   try {
-    const ProbeOutputs all = RunOnReference(merged.model, &c_.model->graph(), merged_outputs, original_names, ref, c_.runtime);
+    const ProbeOutputs all =
+        RunOnReference(merged.model, &c_.model->graph(), merged_outputs, original_names, ref, c_.runtime, light_);
     for (size_t k = 0; k < pending_.size(); ++k) {
       ProbeOutputs mine(all.size());
       for (size_t b = 0; b < all.size(); ++b)
@@ -118,7 +144,8 @@ void ProbeSessions::RunMerged() {
   } catch (const std::exception&) {
     for (const auto& p : pending_) {
       try {
-        const ProbeOutputs mine = RunOnReference(p.submodel, &c_.model->graph(), p.outputs, p.outputs, ref, c_.runtime);
+        const ProbeOutputs mine =
+            RunOnReference(p.submodel, &c_.model->graph(), p.outputs, p.outputs, ref, c_.runtime, light_);
         Record(p.probe, mine);
       } catch (const std::exception& e) {
         Fail(p.probe, e.what());

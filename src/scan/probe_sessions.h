@@ -62,6 +62,8 @@ class ProbeSessions {
   SensitivityResult* result_;
   onnx::ModelProto skeleton_;  // the model without initializers; probes add the weights they read
   std::set<std::string> original_initializers_;
+  bool light_ = false;  // probes hold codes and placeholders, not weights (see Evaluate)
+  std::map<std::string, const onnx::TensorProto*> weight_source_;  // when light_: the model's initializers
   std::vector<Pending> pending_;
   double run_seconds_ = 0.0;
 };
