@@ -36,11 +36,11 @@ CALIB_SAMPLES, TEST_SAMPLES = 48, 16
 
 # case -> (quantize options, {level: (min mean logits cosine, min next-token top-1 agreement)}).
 # Measured 2026-12-04 on this AVX2 machine at the basic level on these 16 x 8 held-out positions:
-# int8 cosine 0.9958, top-1 0.789; fp8 0.9874, 0.625 (random weights: near-flat logits over 32000
+# int8 cosine 0.9958, top-1 0.789 (default level, --reduce_range file: 0.9940, 0.742); fp8 0.9874, 0.625 (random weights: near-flat logits over 32000
 # tokens make top-1 fragile). Bounds a little below. The default-level and int4 bounds are not
 # measured yet (see the issue 20 note).
 CASES = {
-    "int8": (["--quantize_mode", "int8"], {"basic": (0.99, 0.75), "default": (0.99, 0.75)}),
+    "int8": (["--quantize_mode", "int8"], {"basic": (0.99, 0.75), "default": (0.99, 0.70)}),
     "fp8": (["--quantize_mode", "fp8"], {"basic": (0.98, 0.58)}),
     "int4_awq_clip": (["--quantize_mode", "int4", "--calibration_method", "awq_clip"],
                       {"basic": (0.97, 0.60), "default": (0.97, 0.60)}),
