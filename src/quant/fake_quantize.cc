@@ -74,18 +74,19 @@ inline uint8_t Float8Code(float x, float scale) {
   return static_cast<uint8_t>(code | sign);
 }
 
-template <float (*Fake)(float, float)>
-void FakeQuantizeAll(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) {
+// out[i] = Op(values[i], scales[(i / inner) % channels]) (channels <= 1: one scale), in loops the
+// compiler vectorises; `out` may be `values` itself (the fake paths work in place).
+template <typename Out, Out (*Op)(float, float)>
+void MapAll(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner, Out* out) {
   if (channels <= 1) {
     const float s = scales[0];
-    for (int64_t i = 0; i < count; ++i) values[i] = Fake(values[i], s);
+    for (int64_t i = 0; i < count; ++i) out[i] = Op(values[i], s);
     return;
   }
   if (inner == 1) {  // the channel is the last axis (MatMul weights [K, N]): one row at a time
     for (int64_t row = 0; row < count; row += channels) {
       const int64_t n = std::min(channels, count - row);
-      float* v = values + row;
-      for (int64_t c = 0; c < n; ++c) v[c] = Fake(v[c], scales[c]);
+      for (int64_t c = 0; c < n; ++c) out[row + c] = Op(values[row + c], scales[c]);
     }
     return;
   }
@@ -94,32 +95,7 @@ void FakeQuantizeAll(float* values, int64_t count, const float* scales, int64_t 
     for (int64_t c = 0; c < channels && i < count; ++c) {
       const float s = scales[c];
       const int64_t end = std::min(count, i + inner);
-      for (; i < end; ++i) values[i] = Fake(values[i], s);
-    }
-  }
-}
-
-template <uint8_t (*Code)(float, float)>
-void QuantizeAll(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
-                 uint8_t* out) {
-  if (channels <= 1) {
-    const float s = scales[0];
-    for (int64_t i = 0; i < count; ++i) out[i] = Code(values[i], s);
-    return;
-  }
-  if (inner == 1) {
-    for (int64_t row = 0; row < count; row += channels) {
-      const int64_t n = std::min(channels, count - row);
-      for (int64_t c = 0; c < n; ++c) out[row + c] = Code(values[row + c], scales[c]);
-    }
-    return;
-  }
-  int64_t i = 0;
-  while (i < count) {
-    for (int64_t c = 0; c < channels && i < count; ++c) {
-      const float s = scales[c];
-      const int64_t end = std::min(count, i + inner);
-      for (; i < end; ++i) out[i] = Code(values[i], s);
+      for (; i < end; ++i) out[i] = Op(values[i], s);
     }
   }
 }
@@ -128,20 +104,20 @@ void QuantizeAll(const float* values, int64_t count, const float* scales, int64_
 
 void QuantizeAllInt8(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
                      uint8_t* out) {
-  QuantizeAll<Int8Code>(values, count, scales, channels, inner, out);
+  MapAll<uint8_t, Int8Code>(values, count, scales, channels, inner, out);
 }
 
 void QuantizeAllFloat8E4M3FN(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
                              uint8_t* out) {
-  QuantizeAll<Float8Code>(values, count, scales, channels, inner, out);
+  MapAll<uint8_t, Float8Code>(values, count, scales, channels, inner, out);
 }
 
 void FakeQuantizeInt8(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) {
-  FakeQuantizeAll<FakeInt8>(values, count, scales, channels, inner);
+  MapAll<float, FakeInt8>(values, count, scales, channels, inner, values);
 }
 
 void FakeQuantizeFloat8E4M3FN(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) {
-  FakeQuantizeAll<FakeFloat8>(values, count, scales, channels, inner);
+  MapAll<float, FakeFloat8>(values, count, scales, channels, inner, values);
 }
 
 }  // namespace ptqkit
