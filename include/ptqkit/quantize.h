@@ -67,6 +67,10 @@ struct QuantizeOptions {
   // s_j = amax_j^alpha / wmax_j^(1 - alpha), the MatMul weights' row j multiplied by it, folded into
   // that constant (quant/activation_smoothing.h). Edits weights. 0 turns it off.
   double smoothquant_alpha = 0.7;
+  // int8/fp8: the input of each quantized depthwise Conv is multiplied per channel by a gain that
+  // brings every channel to the range of the largest (a Mul before its Q/DQ), and the Conv's weights
+  // divided by it (quant/depthwise_equalization.h). Edits weights, adds a Mul per such Conv.
+  bool depthwise_equalization = true;
 
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
@@ -106,10 +110,13 @@ struct QuantizeOptions {
 
   // The model before placement. opset: the output's default-domain opset (0: the model's, raised
   // to the mode's minimum). override_shapes: graph inputs made static. simplify: constant subgraphs
-  // folded and dead nodes removed first.
+  // folded and dead nodes removed first. canonicalize: BatchNormalization and channel Mul/Add
+  // folded into the Conv/ConvTranspose/Gemm before them, HardSigmoid/HardSwish decompositions made
+  // one operator (the graph TensorRT and ONNX Runtime run; src/canon/canonicalize.h).
   int64_t opset = 0;
   std::map<std::string, std::vector<int64_t>> override_shapes;
   bool simplify = false;
+  bool canonicalize = true;
 
   // Execution: input_shapes_profile has one options object per calibration_eps entry, passed to
   // that provider (ModelOpt's TensorRT shape profiles). calibrate_per_node: bounded-memory
@@ -196,6 +203,15 @@ struct QuantizeReport {
   // corrected, MatMul inputs smoothed (their weights and a Mul constant rescaled).
   int bias_corrected_convs = 0;
   int smoothed_matmul_inputs = 0;
+  int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
+  // --canonicalize: what was folded before placement, and the largest absolute difference of any
+  // graph output between the model as given and as folded, on `canonical_checked_samples`
+  // calibration samples (FP32 both, ONNX Runtime basic level). -1: not measured.
+  int folded_batchnorms = 0;
+  int folded_channel_affines = 0;
+  int fused_activations = 0;
+  double canonical_max_abs_diff = -1.0;
+  int64_t canonical_checked_samples = 0;
   std::string calibration_method;  // the method used (the mode's default when none was given)
   int64_t num_calibration_samples = 0;
   int64_t batch_size = 0;

@@ -62,6 +62,15 @@ std::vector<OptionSpec> BuildTable() {
                            "subgraphs; nodes of other domains and random ops are kept."));
 
   // ---- calibration data
+  t.push_back(Text("canonicalize", nullptr, "Fold BatchNormalization and channel Mul/Add into Conv/Gemm weights first")
+                  .Metavar("BOOL").Flagged()
+                  .Commands(kBoth)  // calibrate must observe the model quantize will plan on
+                  .DefaultDoc("true")
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.canonicalize = ParseBoolWord("--canonicalize", v);
+                  })
+                  .Show([](const QuantizeSettings& s) { return std::string(s.options.canonicalize ? "true" : "false"); })
+                  .Details(R"(Before placement and calibration, the graph becomes the one TensorRT and ONNX Runtime run: a BatchNormalization after a Conv, ConvTranspose or Gemm is folded into its weight and bias, as is a Mul or Add by a per-output-channel or scalar constant (Paddle/TF exports), and HardSigmoid/HardSwish written out as Add/Clip/Div/Mul become the operator (HardSwish from opset 14). Only where exact in real arithmetic: weights that are constants (initializers or Constant nodes, also through Identity/Cast) and not graph inputs, an output read by nothing else; values computed in double and rounded once (**edits weights and biases**). The summary gives the largest output difference against the model as given on calibration samples. Main graph only. `false` leaves the graph as it is)"));
   t.push_back(Text("calibration_data_path", &QuantizeOptions::calibration_data_path,
                    ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data")
                   .Metavar("D").Path().Commands(kBoth).DefaultDoc("none").Details(R"(see "Calibration data" below; none = seeded synthetic data, with a warning)"));
@@ -204,6 +213,13 @@ std::vector<OptionSpec> BuildTable() {
                   })
                   .Show([](const QuantizeSettings& s) { return std::string(s.options.bias_correction ? "true" : "false"); })
                   .Details(R"(int8/fp8: subtract from each quantized Conv's bias the shift of its output mean caused by rounding its weights (input-channel means measured on the calibration data; **edits bias values**, adds a bias to a Conv that has none; skipped with `--save_calibration_cache`/`--calibration_cache`). `false` leaves biases as they are)"));
+  t.push_back(Text("depthwise_equalization", nullptr, "int8/fp8: even out the channel ranges of depthwise Conv inputs")
+                  .Metavar("BOOL").Flagged()
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.options.depthwise_equalization = ParseBoolWord("--depthwise_equalization", v);
+                  })
+                  .Show([](const QuantizeSettings& s) { return std::string(s.options.depthwise_equalization ? "true" : "false"); })
+                  .Details(R"(int8/fp8: a depthwise Conv reads each input channel alone, so its input may be scaled per channel if its weights are scaled back: each quantized depthwise Conv whose input channels span ranges more than 2x apart (measured on the calibration data, one more forward pass) gets a `Mul` by `g_c = A / max(amax_c, A/64)` on its input edge before the Q/DQ (A: the largest channel maximum) and weights divided by `g_c` (**edits weights, adds a Mul per Conv**; float outputs unchanged). After a BatchNormalization fold such channels span 0.1 to 70 (PP-PicoDet): one per-tensor INT8 scale erases the small ones (layout detector box recall 0.48 -> 0.96). Skipped with `--save_calibration_cache`/`--calibration_cache`. `false` turns it off)"));
   t.push_back(Real("smoothquant_alpha", &QuantizeOptions::smoothquant_alpha,
                    "int8: SmoothQuant migration strength for MatMuls fed by a Mul by a constant (0 = off)")
                   .Metavar("A").Details(R"(int8: SmoothQuant-style migration of activation outliers into the weights for MatMuls whose input is a Mul by a constant (an exported GELU's `* 0.5`, a LayerNorm's `* gamma` read only by MatMuls): channel j of the input is divided by `amax_j^A / wmax_j^(1-A)`, folded into that constant, and row j of the weights multiplied by it (**edits weights**; float outputs unchanged). `0` = off; skipped with `--save_calibration_cache`/`--calibration_cache`)"));

@@ -11,6 +11,7 @@
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
 #include "quant/activation_smoothing.h"
+#include "quant/depthwise_equalization.h"
 #include "quant/weight_qdq_fold.h"
 
 namespace ptqkit {
@@ -51,6 +52,23 @@ int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, cons
   }
   const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
   log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+  return n;
+}
+
+int EqualizeDepthwiseConvInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                                const RuntimeOptions& runtime) {
+  const ScopePlacement& main = plan.scopes().front();
+  const std::vector<DepthwiseSite> sites = FindDepthwiseSites(*main.index, main.plan);
+  if (sites.empty()) return 0;
+  std::map<std::string, int> axis;
+  for (const auto& s : sites) axis[s.input] = 1;
+  std::map<std::string, std::vector<float>> amax;
+  for (const auto& [t, stats] : CaptureChannelStatistics(*model, data.set, axis, data.batch_size, data.num_batches,
+                                                         runtime)) {
+    amax[t] = stats.absmax;
+  }
+  const int n = EqualizeDepthwiseInputs(main.scope.graph, *main.index, sites, amax);
+  log::Info("depthwise equalization: {} of {} depthwise Conv input(s) equalized", n, sites.size());
   return n;
 }
 

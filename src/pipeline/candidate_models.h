@@ -40,6 +40,12 @@ std::map<std::string, int> ConvInputChannels(const ModelPlacement& plan);
 // Bias correction's input statistics from those per-channel statistics.
 std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::string, ChannelStatistics>& channels);
 
+// Depthwise input equalization (quant/depthwise_equalization.h), from per-channel maxima measured
+// on the FP32 model (one more forward pass when the plan has depthwise Convs). Edits `model` (the
+// plan must be made again when it returns > 0); returns the number of equalized Conv inputs.
+int EqualizeDepthwiseConvInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
+                                const RuntimeOptions& runtime);
+
 // SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
 // Edits `model`; returns the number of smoothed inputs.

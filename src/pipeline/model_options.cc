@@ -68,10 +68,21 @@ PlacementOptions PlacementFor(const QuantizeOptions& o) {
   return p;
 }
 
-void ApplyModelOptions(const QuantizeOptions& o, int64_t mode_min_opset, PreparedModel* model) {
+void ApplyModelOptions(const QuantizeOptions& o, int64_t mode_min_opset, PreparedModel* model,
+                       CanonicalForm* canonical) {
   OverrideInputShapes(o.override_shapes, model->proto.mutable_graph());
   if (o.simplify) SimplifyModel(&model->proto, Runtime(o));
-  RaiseOpset(o.opset, mode_min_opset, &model->proto);
+  RaiseOpset(o.opset, mode_min_opset, &model->proto);  // first: HardSwish exists from opset 14
+  if (o.canonicalize && HasCanonicalFolds(model->proto)) {
+    // The models that have these patterns are CNNs; a copy to compare against is kept up to 1 GiB
+    // (a larger one is folded without the comparison rather than held twice).
+    constexpr size_t kMaxComparedBytes = size_t{1} << 30;
+    if (canonical != nullptr && model->proto.ByteSizeLong() <= kMaxComparedBytes) canonical->before = model->proto;
+    const CanonicalizeStats stats = Canonicalize(&model->proto);
+    log::Info("canonicalized: {} BatchNormalization and {} channel Mul/Add folded into weights, {} activation(s) fused",
+              stats.batchnorms_folded, stats.affines_folded, stats.activations_fused);
+    if (canonical != nullptr) canonical->stats = stats;
+  }
   model->inputs = ModelInputSpecs(model->proto.graph());
 }
 

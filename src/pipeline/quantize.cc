@@ -21,6 +21,7 @@
 #include "pipeline/accuracy_budget_search.h"
 #include "pipeline/autotune_placement.h"
 #include "pipeline/candidate_models.h"
+#include "pipeline/canonical_check.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
@@ -147,7 +148,8 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
   onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FLOAT8E4M3FN Q/DQ exist from opset 19
-  ApplyModelOptions(o, format.min_opset, &prepared);
+  CanonicalForm canonical;
+  ApplyModelOptions(o, format.min_opset, &prepared, &canonical);
   report.output_opset = onnxio::DefaultOpset(model);
   auto plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
 
@@ -180,9 +182,14 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     report.synthetic_data = data->synthetic;
     split = SplitForEvaluation(*data, o.eval_samples);
     UseCalibrationSamples(&*data, split);
+    CompareCanonicalForm(&canonical, model, &*data, Runtime(o), &report);
     // Before calibration: smoothing changes the tensors calibration observes. Not when the
     // statistics are saved: a calibration cache describes the model as given (a run from the cache
     // has no data to smooth with), and a run from it must reproduce the saving run's model.
+    if (o.depthwise_equalization && o.save_calibration_cache.empty()) {
+      report.equalized_depthwise_convs = EqualizeDepthwiseConvInputs(&model, *plan, *data, Runtime(o));
+      if (report.equalized_depthwise_convs > 0) plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
+    }
     if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && o.save_calibration_cache.empty()) {
       report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
     }
@@ -226,6 +233,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
       }
     }
   }
+  if (!data) CompareCanonicalForm(&canonical, model, nullptr, Runtime(o), &report);  // counts only
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
   // The FP32 outputs the loss report compares with, before the graph is rewritten.
   accuracy::BatchOutputs reference;

@@ -13,6 +13,7 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "pipeline/canonical_check.h"
 #include "pipeline/model_output.h"
 #include "pipeline/model_options.h"
 #include "runtime/prepared_model.h"
@@ -162,7 +163,8 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   report.original_opset = prepared.original_opset;
   onnxio::UpgradeOpset(&model, format.min_opset);  // blocked DequantizeLinear and INT4/UINT4: opset 21
   if (model.ir_version() < format.min_ir_version) model.set_ir_version(format.min_ir_version);
-  ApplyModelOptions(o, format.min_opset, &prepared);
+  CanonicalForm canonical;
+  ApplyModelOptions(o, format.min_opset, &prepared, &canonical);
   report.output_opset = onnxio::DefaultOpset(model);
 
   const GraphIndex index(model.graph());
@@ -187,6 +189,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   const auto calib_start = Clock::now();
   if (method != "rtn") {  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass
     const CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
+    CompareCanonicalForm(&canonical, model, &data, Runtime(o), &report);
     report.synthetic_data = data.synthetic;
     report.batch_size = data.batch_size;
     capture.emplace(model, index, plan, o.block_size);
@@ -194,6 +197,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
     report.num_calibration_samples = capture->Run(data, runtime, o.progress, &report.execution_providers);
     rewrite.grams = &capture->grams();
   }
+  CompareCanonicalForm(&canonical, model, nullptr, Runtime(o), &report);  // rtn: counts only
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
 
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);

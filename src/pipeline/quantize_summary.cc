@@ -117,11 +117,22 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
-  if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0) {
+  if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations > 0) {
+    const std::string check = r.canonical_checked_samples > 0
+                                  ? fmt::format("outputs vs the model as given: max |diff| {:.3g} on {} sample(s)",
+                                                r.canonical_max_abs_diff, r.canonical_checked_samples)
+                                  : std::string("outputs not compared (no calibration samples)");
     fmt::format_to(it,
-                   "weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed (--bias_correction false, "
-                   "--smoothquant_alpha 0 turn them off)\n",
-                   r.bias_corrected_convs, r.smoothed_matmul_inputs);
+                   "folded before quantizing: {} BatchNormalization, {} channel Mul/Add into Conv/Gemm weights; {} "
+                   "activation(s) made one operator; {} (--canonicalize false turns it off)\n",
+                   r.folded_batchnorms, r.folded_channel_affines, r.fused_activations, check);
+  }
+  if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0 || r.equalized_depthwise_convs > 0) {
+    fmt::format_to(it,
+                   "weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed, {} depthwise Conv input(s) "
+                   "equalized (--bias_correction false, --smoothquant_alpha 0, --depthwise_equalization false turn "
+                   "them off)\n",
+                   r.bias_corrected_convs, r.smoothed_matmul_inputs, r.equalized_depthwise_convs);
   }
   fmt::format_to(it, "left in float: {}\n", r.left_in_float.size());
   size_t width = 0;

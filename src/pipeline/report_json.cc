@@ -72,6 +72,12 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["qdq_pairs"] = r.qdq_pairs;
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
+  j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;
+  j["canonical"] = {{"folded_batchnorms", r.folded_batchnorms},
+                    {"folded_channel_affines", r.folded_channel_affines},
+                    {"fused_activations", r.fused_activations},
+                    {"max_abs_diff", r.canonical_max_abs_diff},
+                    {"checked_samples", r.canonical_checked_samples}};
   j["calibration_method"] = r.calibration_method;
   j["num_calibration_samples"] = r.num_calibration_samples;
   j["batch_size"] = r.batch_size;

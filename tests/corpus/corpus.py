@@ -5,7 +5,7 @@ built deterministically from real content: text lines rendered with pillow (OCR 
 scikit-image photos (detector with text drawn on them, orientation, ResNet-50), crops of real photos
 from scikit-image, scikit-learn, matplotlib and imgaug with calibration and test photos disjoint
 (EfficientNet-Lite0), tokenized sentences (MiniLM), speech-like audio chunks with recurrent state
-recorded from the FP32 model (VAD).
+recorded from the FP32 model (VAD), rendered document pages (layout detector, detector_boxes.py).
 Every metric compares the quantized model with the FP32 model on held-out inputs.
 """
 from __future__ import annotations
@@ -307,6 +307,10 @@ def session(model, basic):
 
 def run(model, inputs, basic, batch=8):
     sess = session(model, basic)
+    if "image" in inputs:  # layout detector: fixed batch 1, 8 raw head outputs -> a list of [n, ...] arrays
+        n = inputs["image"].shape[0]
+        per_sample = [sess.run(None, {"image": inputs["image"][i:i + 1]}) for i in range(n)]
+        return [np.concatenate([o[k] for o in per_sample]) for k in range(len(per_sample[0]))]
     if "sr" in inputs:  # VAD: one call per sample group, state batch axis 1
         n = inputs["input"].shape[0]
         outs = []
@@ -393,6 +397,25 @@ def metric_det(ref, q, inputs):
     return {"mask_iou": float(np.mean(samples_det(ref, q, inputs)["mask_iou"]))}
 
 
+def layout_inputs(n, seed):
+    import detector_boxes as db
+    return {"image": np.concatenate([db.preprocess(db.render_page(1000 * seed + i))["image"] for i in range(n)])}
+
+
+def samples_layout(ref, q, inputs):
+    """Per page: recall of the FP32 boxes by the quantized model's boxes and precision of the latter
+    (same class, IoU >= 0.5, one-to-one, score > 0.5 on both sides: strict, no near-tie margin)."""
+    import detector_boxes as db
+    n = ref[0].shape[0]
+    rows = [db.box_agreement_outputs([o[i:i + 1] for o in ref], [o[i:i + 1] for o in q], margin=0.0) for i in range(n)]
+    return {"box_recall": np.array([r["recall"] for r in rows]), "box_precision": np.array([r["precision"] for r in rows])}
+
+
+def metric_layout(ref, q, inputs):
+    s = samples_layout(ref, q, inputs)
+    return {"box_recall": float(np.mean(s["box_recall"])), "box_precision": float(np.mean(s["box_precision"]))}
+
+
 def _pooled(h, inputs):
     m = inputs["attention_mask"][..., None].astype(np.float32)
     e = (h * m).sum(1) / m.sum(1)
@@ -443,6 +466,7 @@ MODELS = [
     Model("efficientnet_lite0", "mobile/efficientnet_lite0.onnx", mobile_inputs, metric_top1, samples_top1, 32, 128),
     Model("minilm", "minilm/model.onnx", minilm_inputs, metric_minilm, samples_minilm, 32, 64, int4=True),
     Model("silero_vad", "vad/silero_vad.onnx", vad_inputs, metric_vad, samples_vad, 32, 64),
+    Model("layout_det", "layout/layout_cdla.onnx", layout_inputs, metric_layout, samples_layout, 16, 24),
 ]
 BY_NAME = {m.name: m for m in MODELS}
 

@@ -1,0 +1,85 @@
+// Depthwise input equalization: the gains, where it applies, and that the float function is kept.
+#include "quant/depthwise_equalization.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "onnx/graph_builder.h"
+#include "onnx/graph_index.h"
+#include "onnx/session_model.h"
+#include "runtime/session.h"
+
+namespace ptqkit {
+namespace {
+
+TEST(DepthwiseEqualization, GainsBringEveryChannelToTheLargestCappedForDeadOnes) {
+  const auto g = DepthwiseGains({8.0f, 2.0f, 0.0f, 0.01f});
+  EXPECT_DOUBLE_EQ(g[0], 1.0);
+  EXPECT_DOUBLE_EQ(g[1], 4.0);
+  EXPECT_DOUBLE_EQ(g[2], kMaxDepthwiseGain);  // dead on the calibration data: amplified at most 64x
+  EXPECT_DOUBLE_EQ(g[3], kMaxDepthwiseGain);
+  for (double v : DepthwiseGains({0.0f, 0.0f})) EXPECT_DOUBLE_EQ(v, 1.0);
+}
+
+// x [1,8,5,5] -> Conv 1x1 (8->16) -> Relu -> depthwise Conv 3x3 (16 groups) -> Relu -> Conv 1x1 -> Relu -> out
+onnx::ModelProto DepthwiseBlock() {
+  GraphBuilder b;
+  b.Input("x", {1, 8, 5, 5}).Weight("w_pw", {16, 8, 1, 1}, 0.5f).Weight("w_dw", {16, 1, 3, 3}, 0.5f);
+  b.Weight("w_out", {16, 16, 1, 1}, 0.5f);
+  b.Node("Conv", {"x", "w_pw"}, {"p"}, "pw").Node("Relu", {"p"}, {"pr"}, "pw_relu");
+  b.Node("Conv", {"pr", "w_dw"}, {"d"}, "dw", {{"group", {16}}, {"pads", {1, 1, 1, 1}}});
+  b.Node("Relu", {"d"}, {"dr"}, "dw_relu").Node("Conv", {"dr", "w_out"}, {"o"}, "out_conv");
+  b.Node("Relu", {"o"}, {"out"}, "out_relu").Output("out");
+  return b.Build(13);
+}
+
+std::vector<float> RunBlock(const onnx::ModelProto& m) {
+  HostTensor x(DataType::kFloat, {1, 8, 5, 5});
+  for (int64_t i = 0; i < x.NumElements(); ++i) x.Data<float>()[i] = std::sin(0.7f * static_cast<float>(i));
+  RuntimeOptions basic;
+  basic.basic_optimizations_only = true;
+  InferenceSession session(onnxio::MakeSessionModel(m), basic);
+  const HostTensor out = session.Run(Batch{{"x", x}}, {"out"}).at(0);
+  return {out.Data<float>(), out.Data<float>() + out.NumElements()};
+}
+
+TEST(DepthwiseEqualization, PutsAGainMulOnTheInputEdgeAndKeepsTheOutputs) {
+  onnx::ModelProto m = DepthwiseBlock();
+  const std::vector<float> before = RunBlock(m);
+  const GraphIndex index(m.graph());
+  const auto sites = FindDepthwiseSites(index, PlanPlacement(index, {}));
+  ASSERT_EQ(sites.size(), 1u);  // the depthwise Conv only
+  EXPECT_EQ(index.node(sites[0].conv).name(), "dw");
+  EXPECT_EQ(sites[0].input, "pr");
+  std::vector<float> amax(16);
+  for (int c = 0; c < 16; ++c) amax[c] = 0.1f * static_cast<float>(c + 1);  // 16x spread
+  ASSERT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", amax}}), 1);
+
+  const GraphIndex after(m.graph());
+  const int dw = after.FindNode("dw");
+  const int mul = after.Producer(after.node(dw).input(0));
+  ASSERT_GE(mul, 0);
+  EXPECT_EQ(after.node(mul).op_type(), "Mul");
+  EXPECT_EQ(after.node(mul).input(0), "pr");
+  const std::vector<float> gains = TensorToFloats(*after.Constant(after.node(mul).input(1)));
+  ASSERT_EQ(gains.size(), 16u);
+  EXPECT_FLOAT_EQ(gains[15], 1.0f);
+  EXPECT_FLOAT_EQ(gains[0], 16.0f);
+  EXPECT_EQ(after.Constant("w_dw"), nullptr);  // replaced by the divided weights, nothing else read it
+  const std::vector<float> got = RunBlock(m);
+  ASSERT_EQ(got.size(), before.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], before[i], 1e-5 * (1.0 + std::fabs(before[i]))) << i;
+}
+
+TEST(DepthwiseEqualization, LeavesEvenChannelsAndOrdinaryConvsAlone) {
+  onnx::ModelProto m = DepthwiseBlock();
+  const GraphIndex index(m.graph());
+  const auto sites = FindDepthwiseSites(index, PlanPlacement(index, {}));
+  const std::vector<float> even(16, 1.0f);  // spread 1x: nothing to gain
+  EXPECT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", even}}), 0);
+  EXPECT_EQ(m.graph().node_size(), 6);
+}
+
+}  // namespace
+}  // namespace ptqkit
