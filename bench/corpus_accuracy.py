@@ -42,7 +42,9 @@ def fmt(d):
 def quantize(ptqkit, model, calib, out, mode, method):
     cmd = [ptqkit, "quantize", "--onnx_path", str(model), "--output_path", str(out),
            "--quantize_mode", mode, "--calibration_data_path", str(calib), "--log_level", "WARNING"]
-    if method != "default":  # "default": no --calibration_method, what a user gets
+    if "=" in method:  # "name=extra options": the defaults plus those options (e.g. a step turned off)
+        cmd += method.split("=", 1)[1].split()
+    elif method != "default":  # "default": no --calibration_method, what a user gets
         cmd += ["--calibration_method", method]
     r = subprocess.run(cmd, capture_output=True, text=True)
     err = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or [""])[-1]
@@ -62,18 +64,18 @@ def paired_difference(a, b, lower_is_better, resamples=2000, seed=0):
     return float(d.mean()), float(lo), float(hi)
 
 
-def compare_to_max(samples):
-    """`samples`: method -> {metric: per-sample array}; text of every method's difference to max."""
-    if "max" not in samples:
+def compare_to(samples, base="max"):
+    """`samples`: method -> {metric: per-sample array}; text of every method's difference to `base`."""
+    if base not in samples:
         return ""
     parts = []
     for method, per in samples.items():
-        if method == "max":
+        if method == base:
             continue
         for key, values in per.items():
             if key == "chars":
                 continue
-            mean, lo, hi = paired_difference(values, samples["max"][key], key in LOWER_IS_BETTER)
+            mean, lo, hi = paired_difference(values, samples[base][key], key in LOWER_IS_BETTER)
             parts.append(f"{method} {key} {mean:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     return "; ".join(parts)
 
@@ -91,7 +93,10 @@ def main():
     ap.add_argument("--ptqkit", default=str(REPO / "build" / "ptqkit"))
     ap.add_argument("--models", default=",".join(m.name for m in corpus.MODELS))
     ap.add_argument("--modes", default="int8,fp8")
-    ap.add_argument("--methods", default=None)
+    ap.add_argument("--methods", default=None,
+                    help="comma list; an entry NAME=OPTIONS quantizes with the defaults plus OPTIONS "
+                         "(e.g. 'before=--canonicalize false --depthwise_equalization false')")
+    ap.add_argument("--compare_to", default="max", help="the method (or NAME) every other is paired against")
     ap.add_argument("--test_scale", type=float, default=4.0, help="held-out samples = this x the tests' count")
     a = ap.parse_args()
     helptext = subprocess.run([a.ptqkit, "quantize", "--help"], capture_output=True, text=True).stdout
@@ -111,10 +116,11 @@ def main():
         print(f"| {name} | fp32 | - | {fmt(m.metric(ref, ref, test))} | | reference |", flush=True)
         for mode in a.modes.split(","):
             samples = {}
-            for method in methods:
+            for spec in methods:
                 t = time.time()
+                method = spec.split("=", 1)[0]
                 out = tmp / f"{name}_{mode}_{method}.onnx"
-                ok, err = quantize(a.ptqkit, src, calib, out, mode, method)
+                ok, err = quantize(a.ptqkit, src, calib, out, mode, spec)
                 note = ""
                 opset = max(o.version for o in onnx.load(str(src), load_external_data=False).opset_import
                             if o.domain in ("", "ai.onnx"))
@@ -124,7 +130,7 @@ def main():
                     c13 = tmp / f"{name}_op13.onnx"
                     if not c13.exists():
                         to_opset13(src, c13)
-                    ok, err2 = quantize(a.ptqkit, c13, calib, out, mode, method)
+                    ok, err2 = quantize(a.ptqkit, c13, calib, out, mode, spec)
                     note = f"(opset13 copy; original refused: {err})" if ok else f"FAILED: {err} / opset13 copy: {err2}"
                 if not ok:
                     print(f"| {name} | {mode} | {method} | - | - | {note} |", flush=True)
@@ -140,9 +146,10 @@ def main():
                         cols.append("ORT error: " + str(e).splitlines()[0][:120])
                 print(f"| {name} | {mode} | {method} | {cols[0]} | {cols[1]} | {note} {time.time() - t:.0f}s |",
                       flush=True)
-            diff = compare_to_max(samples)
+            diff = compare_to(samples, a.compare_to)
             if diff:
-                print(f"| {name} | {mode} | vs max (basic) | {diff} | | paired, n={len(ref)} |", flush=True)
+                n = len(next(iter(next(iter(samples.values())).values())))
+                print(f"| {name} | {mode} | vs {a.compare_to} (basic) | {diff} | | paired, n={n} |", flush=True)
 
 
 if __name__ == "__main__":

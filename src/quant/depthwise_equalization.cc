@@ -35,6 +35,14 @@ std::vector<double> DepthwiseGains(const std::vector<float>& channel_amax) {
   return gains;
 }
 
+double ChannelSpread(const std::vector<float>& channel_amax) {
+  if (channel_amax.empty()) return 1.0;
+  std::vector<float> sorted(channel_amax);
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  return median > 0.0 ? sorted.back() / median : (sorted.back() > 0.0 ? kMaxDepthwiseGain : 1.0);
+}
+
 int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, const std::vector<DepthwiseSite>& sites,
                             const std::map<std::string, std::vector<float>>& channel_amax) {
   GraphEditor editor(graph);
@@ -45,8 +53,8 @@ int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, co
     const auto amax = channel_amax.find(site.input);
     const auto w = canon::FindConstant(index, conv.input(1));
     if (amax == channel_amax.end() || !w || static_cast<int64_t>(amax->second.size()) != w->value->dims(0)) continue;
+    if (ChannelSpread(amax->second) < kMinChannelSpread) continue;
     const std::vector<double> gains = DepthwiseGains(amax->second);
-    if (*std::max_element(gains.begin(), gains.end()) < kMinDepthwiseGain) continue;
     // Channel c of the weights / g_c; the input edge gets x * g (shape [1, C, 1, ...]).
     const std::vector<float> values = TensorToFloats(*w->value);
     const int64_t channels = w->value->dims(0);

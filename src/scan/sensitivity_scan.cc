@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "calib/method.h"
+#include "canon/canonicalize.h"
 #include "calib/scale_search.h"
 #include "data/run_digests.h"
 #include "onnx/graph_index.h"
@@ -140,6 +141,9 @@ void OpenInputs(const SensitivityOptions& o, const PreparedModel* given, ScanInp
   } else {
     in->loaded = LoadPreparedModel(o.onnx_path, files);
     onnxio::UpgradeOpset(&in->loaded.proto, in->format->min_opset);  // e.g. FP8 Q/DQ need opset 19
+    // The graph quantize plans on (its default --canonicalize): BatchNormalization folded into the
+    // Conv, so the ranking names the nodes the quantized model has and probes their folded weights.
+    if (HasCanonicalFolds(in->loaded.proto)) Canonicalize(&in->loaded.proto);
     in->prepared = &in->loaded;
   }
   DataRequest request{o.calibration_data_path, o.calibration_tensors, o.num_calib_samples, o.synthetic_seed,

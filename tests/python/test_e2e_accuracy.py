@@ -99,8 +99,17 @@ def _check_common_structure(g: qdq.Graph):
 
 
 def _fp32_weight(ref: qdq.Graph, node) -> np.ndarray:
-    """The weight of `node` (looked up by name) in the FP32 model."""
-    return ref.const(ref.by_name[node.name].input[1])
+    """The weight of `node` (looked up by name) in the FP32 model, with the BatchNormalization that
+    follows it folded in (as --canonicalize does before quantizing; computed here independently)."""
+    n = ref.by_name[node.name]
+    w = ref.const(n.input[1])
+    readers = ref.consumers.get(n.output[0], [])
+    if len(readers) == 1 and readers[0].op_type == "BatchNormalization":
+        bn = readers[0]
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        gain = ref.const(bn.input[1]).astype(np.float64) / np.sqrt(ref.const(bn.input[4]).astype(np.float64) + eps)
+        w = (w * gain.reshape((-1,) + (1,) * (w.ndim - 1))).astype(np.float32)
+    return w
 
 
 def _check_weight(g: qdq.Graph, ref: qdq.Graph, node, axis: int):
@@ -132,8 +141,9 @@ def test_resnet_structure(quantized, resnet):
     fc1 = g.by_name["/fc1/Gemm"]
     assert g.is_quantized(fc1)
     _check_weight(g, ref, fc1, axis=0)  # transB=1: weight [out, in], channels on axis 0
+    assert g.op_counts()["BatchNormalization"] == 0, "every BatchNormalization follows a Conv: folded into it"
     for n in g.nodes:
-        if n.op_type in ("BatchNormalization", "Relu"):  # Conv->BN->Relu epilogue stays fused
+        if n.op_type == "Relu":  # Conv->Relu epilogue stays fused
             assert g.dq_on_input(n, 0) is None, f"{n.name} has Q/DQ on its input"
     # Residual Adds without a downsample branch: Q/DQ on the skip input (input 1) only.
     for name in ("/layer1/layer1.0/Add", "/layer2/layer2.0/Add"):

@@ -20,6 +20,8 @@ TEST(DepthwiseEqualization, GainsBringEveryChannelToTheLargestCappedForDeadOnes)
   EXPECT_DOUBLE_EQ(g[2], kMaxDepthwiseGain);  // dead on the calibration data: amplified at most 64x
   EXPECT_DOUBLE_EQ(g[3], kMaxDepthwiseGain);
   for (double v : DepthwiseGains({0.0f, 0.0f})) EXPECT_DOUBLE_EQ(v, 1.0);
+  EXPECT_DOUBLE_EQ(ChannelSpread({1.0f, 2.0f, 8.0f}), 4.0);  // largest / median
+  EXPECT_DOUBLE_EQ(ChannelSpread({0.0f, 0.0f}), 1.0);
 }
 
 // x [1,8,5,5] -> Conv 1x1 (8->16) -> Relu -> depthwise Conv 3x3 (16 groups) -> Relu -> Conv 1x1 -> Relu -> out
@@ -53,7 +55,7 @@ TEST(DepthwiseEqualization, PutsAGainMulOnTheInputEdgeAndKeepsTheOutputs) {
   EXPECT_EQ(index.node(sites[0].conv).name(), "dw");
   EXPECT_EQ(sites[0].input, "pr");
   std::vector<float> amax(16);
-  for (int c = 0; c < 16; ++c) amax[c] = 0.1f * static_cast<float>(c + 1);  // 16x spread
+  for (int c = 0; c < 16; ++c) amax[c] = c == 15 ? 1.6f : 0.1f * static_cast<float>(c % 4 + 1);  // one outlier channel
   ASSERT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", amax}}), 1);
 
   const GraphIndex after(m.graph());
@@ -66,18 +68,21 @@ TEST(DepthwiseEqualization, PutsAGainMulOnTheInputEdgeAndKeepsTheOutputs) {
   ASSERT_EQ(gains.size(), 16u);
   EXPECT_FLOAT_EQ(gains[15], 1.0f);
   EXPECT_FLOAT_EQ(gains[0], 16.0f);
+  EXPECT_FLOAT_EQ(gains[1], 8.0f);
   EXPECT_EQ(after.Constant("w_dw"), nullptr);  // replaced by the divided weights, nothing else read it
   const std::vector<float> got = RunBlock(m);
   ASSERT_EQ(got.size(), before.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], before[i], 1e-5 * (1.0 + std::fabs(before[i]))) << i;
 }
 
-TEST(DepthwiseEqualization, LeavesEvenChannelsAndOrdinaryConvsAlone) {
+TEST(DepthwiseEqualization, LeavesChannelsThatShareABoundAlone) {
   onnx::ModelProto m = DepthwiseBlock();
   const GraphIndex index(m.graph());
   const auto sites = FindDepthwiseSites(index, PlanPlacement(index, {}));
-  const std::vector<float> even(16, 1.0f);  // spread 1x: nothing to gain
-  EXPECT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", even}}), 0);
+  std::vector<float> bounded(16, 6.0f);  // most channels at a shared bound (ReLU6), a few small: 3x spread
+  bounded[0] = 2.0f;
+  bounded[1] = 0.1f;
+  EXPECT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", bounded}}), 0);
   EXPECT_EQ(m.graph().node_size(), 6);
 }
 
