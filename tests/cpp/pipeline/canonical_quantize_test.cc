@@ -55,8 +55,9 @@ int Count(const onnx::ModelProto& m, const std::string& op) {
   return n;
 }
 
-QuantizeReport QuantizeWith(const fs::path& model, bool canonicalize) {
+QuantizeReport QuantizeWith(const fs::path& model, bool canonicalize, int64_t batch_size = 0) {
   QuantizeOptions o;
+  o.calibration_batch_size = batch_size;
   o.onnx_path = model.string();
   o.output_path = (model.parent_path() / (canonicalize ? "folded.onnx" : "unfolded.onnx")).string();
   o.calibration_tensors = std::map<std::string, HostTensor>{{"x", Samples(24)}};
@@ -75,6 +76,11 @@ TEST(CanonicalQuantize, FoldsBatchNormBeforePlacementAndMeasuresTheFold) {
   const onnx::ModelProto out = onnxio::LoadModel(folded.output_path);
   EXPECT_EQ(Count(out, "BatchNormalization"), 0);
   EXPECT_EQ(folded.quantized_by_op_type.at("Conv"), 2);
+
+  // In batches of 5: the comparison runs whole batches of the calibration samples (8 -> one batch here).
+  const QuantizeReport batched = QuantizeWith(model, true, 5);
+  EXPECT_EQ(batched.canonical_checked_samples, 5);
+  EXPECT_LT(batched.canonical_max_abs_diff, 1e-4);
 
   const QuantizeReport kept = QuantizeWith(model, false);
   EXPECT_EQ(kept.folded_batchnorms, 0);
