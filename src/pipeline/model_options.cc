@@ -73,7 +73,9 @@ void ApplyModelOptions(const QuantizeOptions& o, int64_t mode_min_opset, Prepare
   OverrideInputShapes(o.override_shapes, model->proto.mutable_graph());
   if (o.simplify) SimplifyModel(&model->proto, Runtime(o));
   RaiseOpset(o.opset, mode_min_opset, &model->proto);  // first: HardSwish exists from opset 14
-  if (o.canonicalize && HasCanonicalFolds(model->proto)) {
+  // Weight-only INT4 quantizes no activation and no Conv: the graph stays as given there.
+  const bool weight_only = FindFormat(o.quantize_mode, "--quantize_mode").placement.weight_only;
+  if (o.canonicalize && !weight_only && HasCanonicalFolds(model->proto)) {
     // The models that have these patterns are CNNs; a copy to compare against is kept up to 1 GiB
     // (a larger one is folded without the comparison rather than held twice).
     constexpr size_t kMaxComparedBytes = size_t{1} << 30;

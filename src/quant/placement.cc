@@ -170,6 +170,12 @@ class Planner {
   void ResidualAdd(int i) {
     const auto& n = g_.node(i);
     if (n.input_size() != 2 || g_.IsConstant(n.input(0)) || g_.IsConstant(n.input(1)) || ProducesGraphOutput(i)) return;
+    // A search (autotune, budget) that kept this Add in float says so even when the Conv it would
+    // fuse with is in float too (then the Add is no candidate, but the report names the choice).
+    if (kept_in_float_.count(n.name())) {
+      Excluded(i);
+      return;
+    }
     int c0 = ConvGroupSource(g_, n.input(0), false);
     int c1 = ConvGroupSource(g_, n.input(1), false);
     if (c0 >= 0 && !core_quantized_.count(c0)) c0 = -1;

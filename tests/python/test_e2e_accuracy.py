@@ -82,9 +82,11 @@ def _check_common_structure(g: qdq.Graph):
         if n.op_type in ("QuantizeLinear", "DequantizeLinear"):
             assert not set(n.output) & g.outputs, f"{n.name} produces a graph output"
             assert not set(n.input) & g.outputs, f"{n.name} consumes a graph output"
-        if n.op_type in QUANTIZED_OPS:  # inputs are quantized, never outputs
+        if n.op_type in QUANTIZED_OPS:  # inputs are quantized, never outputs (but a residual Add's input)
             for c in g.consumers.get(n.output[0], []):
-                assert c.op_type != "QuantizeLinear", f"output of {n.name} is quantized"
+                if c.op_type == "QuantizeLinear":  # with its BatchNormalization folded, a Conv may feed one
+                    readers = [r for d in g.consumers.get(c.output[0], []) for r in g.consumers.get(d.output[0], [])]
+                    assert readers and all(r.op_type == "Add" for r in readers), f"output of {n.name} is quantized"
     for tensor, users in g.consumers.items():  # one shared Q per tensor
         assert sum(u.op_type == "QuantizeLinear" for u in users) <= 1, f"{tensor} quantized twice"
     for n in g.nodes:

@@ -111,7 +111,8 @@ def test_fp16_structure(kind, build, request):
                 sum(i.data_type == t for i in fp32.graph.initializer)), TensorProto.DataType.Name(t)
     # Metadata and names survive.
     assert {p.key: p.value for p in m.metadata_props} == {p.key: p.value for p in ref.metadata_props}
-    assert {n.name for n in ref.graph.node} <= {n.name for n in m.graph.node}
+    # (BatchNormalization after a Conv is folded into it by --canonicalize: those names go.)
+    assert {n.name for n in ref.graph.node if n.op_type != "BatchNormalization"} <= {n.name for n in m.graph.node}
 
 
 def test_direct_io_types(build, transformer_eval):

@@ -155,7 +155,9 @@ def test_scan_json_and_targets(fixture_scans, kind, granularity):
     # Default scope = op types present in the graph minus plumbing. On these fixtures that is every
     # non-plumbing type (Conv, BN, Relu, MaxPool, Add, GAP, Gemm / LN, MatMul, Add, Div, Softmax,
     # Erf, Mul, ReduceMean), so every one of them must be probed: scored or failed.
-    expected_types = present_types - PLUMBING
+    # The scan ranks the graph quantize plans on: every BatchNormalization of these fixtures follows a
+    # Conv and is folded into it first (--canonicalize), so none is a target.
+    expected_types = present_types - PLUMBING - {"BatchNormalization"}
     targets = set(scores) | failed
     if granularity == "op_type":
         assert targets == expected_types, (targets ^ expected_types)
