@@ -183,9 +183,10 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     split = SplitForEvaluation(*data, o.eval_samples);
     UseCalibrationSamples(&*data, split);
     CompareCanonicalForm(&canonical, model, &*data, Runtime(o), &report);
-    // Before calibration: smoothing changes the tensors calibration observes. Not when the
-    // statistics are saved: a calibration cache describes the model as given (a run from the cache
-    // has no data to smooth with), and a run from it must reproduce the saving run's model.
+    // Before calibration: depthwise equalization and smoothing change the tensors calibration
+    // observes. Not when the statistics are saved: a calibration cache describes the model as given
+    // (canonicalized; a run from the cache has no data to measure channels with), and a run from it
+    // must reproduce the saving run's model.
     if (o.depthwise_equalization && o.save_calibration_cache.empty()) {
       report.equalized_depthwise_convs = EqualizeDepthwiseConvInputs(&model, *plan, *data, Runtime(o));
       if (report.equalized_depthwise_convs > 0) plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
