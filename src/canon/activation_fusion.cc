@@ -29,13 +29,6 @@ bool OnlyReadBy(const GraphIndex& g, const std::string& tensor, int node) {
   return !g.IsGraphOutput(tensor) && uses.size() == 1 && uses[0].node == node;
 }
 
-float FloatAttribute(const onnx::NodeProto& n, const std::string& name, float fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.f();
-  }
-  return fallback;
-}
-
 // Clip(t, 0, m) at node c: m, or nullopt (bounds from inputs at opset >= 11, attributes before).
 std::optional<double> ClipToZeroAndMax(const GraphIndex& g, int c) {
   const auto& n = g.node(c);

@@ -11,13 +11,6 @@
 namespace ptqkit::canon {
 namespace {
 
-float FloatAttribute(const onnx::NodeProto& n, const std::string& name, float fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.f();
-  }
-  return fallback;
-}
-
 // A Conv/ConvTranspose/Gemm whose output channels can absorb a scale and a shift.
 struct LinearNode {
   int node = -1;

@@ -113,4 +113,11 @@ int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64
   return fallback;
 }
 
+float FloatAttribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.f();
+  }
+  return fallback;
+}
+
 }  // namespace ptqkit

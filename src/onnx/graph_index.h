@@ -61,5 +61,7 @@ std::vector<int64_t> TensorShape(const onnx::TensorProto& tensor);
 std::vector<float> TensorToFloats(const onnx::TensorProto& tensor);
 // Integer attribute `name` of `node`, or `fallback` when absent.
 int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
+// Float attribute `name` of `node`, or `fallback` when absent.
+float FloatAttribute(const onnx::NodeProto& node, const std::string& name, float fallback);
 
 }  // namespace ptqkit
