@@ -11,18 +11,6 @@
 namespace ptqkit {
 namespace {
 
-// Round half to even independently of the floating-point environment's rounding mode.
-float RoundHalfEven(float v) {
-  if (std::fabs(v - std::trunc(v)) == 0.5f) return 2.0f * std::round(v * 0.5f);
-  return std::round(v);
-}
-
-// Clamping before rounding equals clamping after (the bounds are integers) and keeps the
-// conversion to an integer defined for huge quotients.
-int RoundClamped(float v, float lo, float hi) {
-  return static_cast<int>(RoundHalfEven(std::fmin(std::fmax(v, lo), hi)));
-}
-
 template <typename T>
 std::string PackNibbles(const std::vector<T>& values) {
   std::string bytes((values.size() + 1) / 2, '\0');
@@ -39,27 +27,6 @@ uint8_t NibbleAt(std::string_view bytes, int64_t i) {
 }
 
 }  // namespace
-
-int8_t QuantizeInt4(float x, float scale) {
-  const float v = x / scale;
-  if (std::isnan(v)) return 0;
-  return static_cast<int8_t>(RoundClamped(v, kInt4Min, kInt4Max));
-}
-
-uint8_t QuantizeUint4(float x, float scale, uint8_t zero_point) {
-  const float v = x / scale;
-  if (std::isnan(v)) return zero_point;
-  // ONNX adds the zero point to the rounded quotient and saturates the sum. Clamping the quotient
-  // to [-15, 15] first cannot change the result (the sum saturates either way).
-  const int q = RoundClamped(v, -kUint4Max, kUint4Max) + zero_point;
-  return static_cast<uint8_t>(std::clamp(q, 0, kUint4Max));
-}
-
-float DequantizeInt4(int8_t q, float scale) { return static_cast<float>(q) * scale; }
-
-float DequantizeUint4(uint8_t q, float scale, uint8_t zero_point) {
-  return static_cast<float>(static_cast<int>(q) - static_cast<int>(zero_point)) * scale;
-}
 
 std::string PackInt4(const std::vector<int8_t>& values) { return PackNibbles(values); }
 std::string PackUint4(const std::vector<uint8_t>& values) { return PackNibbles(values); }
@@ -127,11 +94,6 @@ Int4BlockParams BlockParams(const float* w, int64_t stride, int64_t n, float alp
     p.zero_point = static_cast<uint8_t>(RoundClamped(-lo * alpha / p.scale, 0.0f, static_cast<float>(kUint4Max)));
   }
   return p;
-}
-
-float QuantDequant(float x, const Int4BlockParams& p, bool zero_point) {
-  if (zero_point) return DequantizeUint4(QuantizeUint4(x, p.scale, p.zero_point), p.scale, p.zero_point);
-  return DequantizeInt4(QuantizeInt4(x, p.scale), p.scale);
 }
 
 std::vector<float> DequantizeBlocked(const std::vector<int>& q, const std::vector<float>& scales,

@@ -26,16 +26,44 @@ constexpr int kInt4Min = -8;
 constexpr int kInt4Max = 7;
 constexpr int kUint4Max = 15;
 
+// round_half_even(clamp(v, lo, hi)) for integer bounds |lo|, |hi| <= 2^23 (NaN gives lo, as
+// fmin(fmax(v, lo), hi)). Clamping before rounding equals clamping after (the bounds are integers)
+// and keeps the conversion defined for huge quotients. Inline and free of libm calls (the searches
+// call it once per weight and candidate); truncation and the exact remainder v - t make it
+// independent of the floating-point environment's rounding mode.
+inline int RoundClamped(float v, float lo, float hi) {
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  const int t = static_cast<int>(v);
+  const float rest = v - static_cast<float>(t);  // exact: |v| <= 2^23
+  if (rest > 0.5f || (rest == 0.5f && (t & 1) != 0)) return t + 1;
+  if (rest < -0.5f || (rest == -0.5f && (t & 1) != 0)) return t - 1;
+  return t;
+}
+
 // saturate(round_half_even(x / scale)) in [-8, 7]; the division in float32 as ONNX Runtime does.
 // NaN gives 0 (weights with NaN are not meaningful; 0 keeps the block's other values intact).
 // REQUIRES: scale > 0 and finite.
-int8_t QuantizeInt4(float x, float scale);
+inline int8_t QuantizeInt4(float x, float scale) {
+  const float v = x / scale;
+  if (v != v) return 0;
+  return static_cast<int8_t>(RoundClamped(v, kInt4Min, kInt4Max));
+}
 // saturate(round_half_even(x / scale) + zero_point) in [0, 15]; NaN gives zero_point.
 // REQUIRES: scale > 0 and finite, zero_point <= 15.
-uint8_t QuantizeUint4(float x, float scale, uint8_t zero_point);
+inline uint8_t QuantizeUint4(float x, float scale, uint8_t zero_point) {
+  const float v = x / scale;
+  if (v != v) return zero_point;
+  // ONNX adds the zero point to the rounded quotient and saturates the sum. Clamping the quotient
+  // to [-15, 15] first cannot change the result (the sum saturates either way).
+  const int q = RoundClamped(v, -kUint4Max, kUint4Max) + zero_point;
+  return static_cast<uint8_t>(q < 0 ? 0 : (q > kUint4Max ? kUint4Max : q));
+}
 // (q - zero_point) * scale in float32, as DequantizeLinear.
-float DequantizeInt4(int8_t q, float scale);
-float DequantizeUint4(uint8_t q, float scale, uint8_t zero_point);
+inline float DequantizeInt4(int8_t q, float scale) { return static_cast<float>(q) * scale; }
+inline float DequantizeUint4(uint8_t q, float scale, uint8_t zero_point) {
+  return static_cast<float>(static_cast<int>(q) - static_cast<int>(zero_point)) * scale;
+}
 
 // Packs 4-bit values (only the low 4 bits of each are kept: int8 -1 becomes 0xF) two per byte.
 std::string PackInt4(const std::vector<int8_t>& values);
@@ -78,7 +106,10 @@ struct Int4BlockParams {
 Int4BlockParams BlockParams(const float* w, int64_t stride, int64_t n, float alpha, bool zero_point,
                             float min_scale);
 // The dequantized value of x under `p`: what the model computes after the rewrite.
-float QuantDequant(float x, const Int4BlockParams& p, bool zero_point);
+inline float QuantDequant(float x, const Int4BlockParams& p, bool zero_point) {
+  if (zero_point) return DequantizeUint4(QuantizeUint4(x, p.scale, p.zero_point), p.scale, p.zero_point);
+  return DequantizeInt4(QuantizeInt4(x, p.scale), p.scale);
+}
 
 // Reference blocked DequantizeLinear over a whole weight: out[e] = (q[e] - zp[s]) * scale[s] with
 // s the scale index of element e. `zero_points` empty means 0. REQUIRES: sizes match `layout`.

@@ -102,15 +102,20 @@ std::vector<float> AwqLiteInputScales(const std::vector<double>& mean_abs, doubl
 
 namespace {
 
-// Output error dw^T G dw of one block column from the upper triangle of G (row stride `ld`).
-double BlockError(const double* g, int64_t ld, const double* dw, int64_t len) {
-  double e = 0.0;
+// Output error dw^T G dw of one block column from the upper triangle of G (row stride `ld`), with
+// `y` scratch of `len` values. Written as e = sum_i dw_i (G_ii dw_i + 2 y_i), y_j = sum_{i<j} G_ij dw_i,
+// so that the inner loop is an axpy over row i's upper part: its lanes are independent and GCC
+// vectorises it, where a dot product per row would be one chain of dependent additions.
+double BlockError(const double* g, int64_t ld, const double* __restrict dw, int64_t len, double* __restrict y) {
+  std::fill(y, y + len, 0.0);
   for (int64_t i = 0; i < len; ++i) {
-    const double* gi = g + i * ld;
-    double cross = 0.0;
-    for (int64_t j = i + 1; j < len; ++j) cross += gi[j] * dw[j];
-    e += dw[i] * (gi[i] * dw[i] + 2.0 * cross);
+    const double d = dw[i];
+    if (d == 0.0) continue;
+    const double* __restrict gi = g + i * ld;
+    for (int64_t j = i + 1; j < len; ++j) y[j] += d * gi[j];
   }
+  double e = 0.0;
+  for (int64_t i = 0; i < len; ++i) e += dw[i] * (g[i * ld + i] * dw[i] + 2.0 * y[i]);
   return e;
 }
 
@@ -145,19 +150,20 @@ void ForColumns(int threads, int64_t columns, const Fn& fn) {
 // activation is multiplied by `inv` (1/s): per output column and block, dw^T G_b dw with
 // dw_j = inv_j * qdq(s_j w_j) - w_j, i.e. the squared output change summed over every calibration
 // row under the block-diagonal approximation of X^T X (cross-block terms are not in the Gram).
-// Per-column errors are summed in column order, so the result does not depend on the threads.
+// Blocks are the outer loop so that one block's Gram stays in cache for every column; each column
+// still sums its blocks in order, and columns are summed in column order, so the result does not
+// depend on the threads.
 double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& scaled, const std::vector<float>& inv,
                       const BlockedLayout& l, const BlockGram& g, const Int4WeightOptions& o) {
   const float min_scale = o.half_scales ? kDegenerateScale : kMinScale;
   const int64_t columns = l.outer * l.inner, nb = l.num_blocks();
   std::vector<double> column_error(static_cast<size_t>(columns), 0.0);
   ForColumns(ColumnThreads(o.threads, columns), columns, [&](int64_t begin, int64_t end) {
-    std::vector<double> dw(static_cast<size_t>(l.block));
-    for (int64_t c = begin; c < end; ++c) {
-      const int64_t oo = c / l.inner, i = c % l.inner;
-      double e = 0.0;
-      for (int64_t b = 0; b < nb; ++b) {
-        const int64_t k0 = b * l.block, len = std::min(l.block, l.k - k0);
+    std::vector<double> dw(static_cast<size_t>(l.block)), y(static_cast<size_t>(l.block));
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * l.block, len = std::min(l.block, l.k - k0);
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t oo = c / l.inner, i = c % l.inner;
         const int64_t first = (oo * l.k + k0) * l.inner + i;
         const float* ws = scaled.data() + first;
         const Int4BlockParams p = SearchParams(ws, l.inner, len, 1.0f, o, min_scale);
@@ -166,9 +172,8 @@ double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& sca
           const double deq = static_cast<double>(QuantDequant(ws[j * l.inner], p, o.zero_point));
           dw[static_cast<size_t>(j)] = std::isfinite(v) ? static_cast<double>(inv[static_cast<size_t>(k0 + j)]) * deq - v : 0.0;
         }
-        e += BlockError(g.Block(b), l.block, dw.data(), len);
+        column_error[static_cast<size_t>(c)] += BlockError(g.Block(b), l.block, dw.data(), len, y.data());
       }
-      column_error[static_cast<size_t>(c)] = e;
     }
   });
   double total = 0.0;
@@ -213,23 +218,25 @@ class WeightQuantizer {
     return SearchParams(w, stride, len, alpha, o_, min_scale_);
   }
 
+  // Blocks outer (one block's Gram stays in cache across the columns); every (block, column) is
+  // decided on its own, so the order changes nothing in the result.
   void Columns(int64_t begin, int64_t end) {
-    std::vector<double> dw(static_cast<size_t>(l_.block));
+    std::vector<double> dw(static_cast<size_t>(l_.block)), y(static_cast<size_t>(l_.block));
     const int64_t nb = l_.num_blocks();
-    for (int64_t c = begin; c < end; ++c) {
-      const int64_t o = c / l_.inner, i = c % l_.inner;
-      for (int64_t b = 0; b < nb; ++b) {
-        const int64_t k0 = b * l_.block, len = std::min(l_.block, l_.k - k0);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * l_.block, len = std::min(l_.block, l_.k - k0);
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t o = c / l_.inner, i = c % l_.inner;
         const int64_t first = (o * l_.k + k0) * l_.inner + i;
         const float* w = w_.data() + first;
         Int4BlockParams best = Params(w, l_.inner, len, 1.0f);
         if (gram_ != nullptr) {
-          double best_err = OutputError(w, len, best, b, dw.data());
+          double best_err = OutputError(w, len, best, b, dw.data(), y.data());
           bool clipped = false;
           // Descending alphas (0.95 .. 0.50 by default); only a strictly smaller error wins.
           for (float alpha : alphas_) {
             const Int4BlockParams p = Params(w, l_.inner, len, alpha);
-            const double err = OutputError(w, len, p, b, dw.data());
+            const double err = OutputError(w, len, p, b, dw.data(), y.data());
             if (err < best_err) best_err = err, best = p, clipped = true;
           }
           clipped_[static_cast<size_t>(c)] += clipped;
@@ -247,12 +254,12 @@ class WeightQuantizer {
     }
   }
 
-  double OutputError(const float* w, int64_t len, const Int4BlockParams& p, int64_t block, double* dw) const {
+  double OutputError(const float* w, int64_t len, const Int4BlockParams& p, int64_t block, double* dw, double* y) const {
     for (int64_t j = 0; j < len; ++j) {
       const float v = w[j * l_.inner];
       dw[j] = std::isfinite(v) ? static_cast<double>(QuantDequant(v, p, o_.zero_point)) - v : 0.0;
     }
-    return BlockError(gram_->Block(block), l_.block, dw, len);
+    return BlockError(gram_->Block(block), l_.block, dw, len, y);
   }
 
   const std::vector<float>& w_;
