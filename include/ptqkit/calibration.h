@@ -65,17 +65,21 @@ class CalibrationSet {
   // The axis input `name`'s samples lie along; -1 for a fixed input. REQUIRES: Validate().
   int64_t sample_axis(const std::string& name) const;
 
-  // Number of samples (axis 0 length) in the current window. REQUIRES: Validate() succeeded.
+  // Number of samples in the current view. REQUIRES: Validate() succeeded.
   int64_t num_samples() const;
   // Restricts num_samples/NumBatches/ReadBatch to samples [begin, end) of the whole set (batch 0
-  // starts at `begin`), so that calibration and the loss report's held-out samples split the data
-  // by sample, whatever the batch size. Validate() resets it to the whole set.
+  // starts at `begin`). Validate() resets the view to the whole set.
   // REQUIRES: Validate() succeeded and 0 <= begin <= end <= total samples; throws otherwise.
   void SetWindow(int64_t begin, int64_t end);
+  // Restricts them to the given samples of the whole set, in that order (batches are cut from
+  // the list), so that calibration and the loss report's held-out samples can split the data by
+  // sample, strided through the file, whatever the batch size. Consecutive indices are read as one
+  // run. REQUIRES: Validate() succeeded and every index in [0, total samples); throws otherwise.
+  void SetSamples(const std::vector<int64_t>& samples);
   int64_t total_samples() const;
   // Number of batches of `batch_size` samples; the last one may be smaller. REQUIRES: batch_size >= 1.
   int64_t NumBatches(int64_t batch_size) const;
-  // Reads batch `index` (samples [index*batch_size, min(num_samples, (index+1)*batch_size))).
+  // Reads batch `index` (view positions [index*batch_size, min(num_samples, (index+1)*batch_size))).
   Batch ReadBatch(int64_t index, int64_t batch_size) const;
   // Input names in the set, sorted.
   std::vector<std::string> names() const;

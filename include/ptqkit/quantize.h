@@ -172,6 +172,9 @@ struct LossReport {
   std::string not_evaluated_because;  // when !evaluated
   int64_t samples = 0;
   bool held_out = false;   // the samples were not used for calibration
+  // Which samples of the calibration data were evaluated (0-based positions in the file, in
+  // order): held-out samples are spread evenly through the file (see --eval_samples).
+  std::vector<int64_t> sample_indices;
   bool synthetic = false;  // ... and they are synthetic data
   std::string ort_level;   // ONNX Runtime level the quantized model ran at: "basic" | "default"
   std::vector<OutputLoss> outputs;

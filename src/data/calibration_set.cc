@@ -384,8 +384,8 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     impl_->inputs.insert(std::move(node));
   }
   impl_->num_samples = samples;
-  impl_->window_begin = 0;
-  impl_->window_end = samples;
+  impl_->view = {{0, samples}};
+  impl_->view_samples = samples;
   impl_->validated = true;
 }
 
@@ -398,15 +398,41 @@ int64_t CalibrationSet::total_samples() const {
 int64_t CalibrationSet::num_samples() const {
   if (!impl_->validated)
     throw Error("internal: CalibrationSet::num_samples() called before Validate()");
-  return impl_->window_end - impl_->window_begin;
+  return impl_->view_samples;
 }
 
 void CalibrationSet::SetWindow(int64_t begin, int64_t end) {
   if (!impl_->validated || begin < 0 || begin > end || end > impl_->num_samples) {
     throw Error(fmt::format("internal: sample window [{}, {}) of {} samples", begin, end, impl_->num_samples));
   }
-  impl_->window_begin = begin;
-  impl_->window_end = end;
+  impl_->view = {{begin, end}};
+  impl_->view_samples = end - begin;
+}
+
+void CalibrationSet::SetSamples(const std::vector<int64_t>& samples) {
+  if (!impl_->validated) throw Error("internal: CalibrationSet::SetSamples() called before Validate()");
+  std::vector<std::pair<int64_t, int64_t>> view;
+  for (int64_t s : samples) {
+    if (s < 0 || s >= impl_->num_samples) {
+      throw Error(fmt::format("internal: sample {} of a set of {} samples", s, impl_->num_samples));
+    }
+    if (!view.empty() && view.back().second == s) ++view.back().second;
+    else view.emplace_back(s, s + 1);
+  }
+  impl_->view = std::move(view);
+  impl_->view_samples = static_cast<int64_t>(samples.size());
+}
+
+std::vector<std::pair<int64_t, int64_t>> CalibrationSet::Impl::Pieces(int64_t first, int64_t last) const {
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  int64_t position = 0;  // view position of the current run's first sample
+  for (const auto& [begin, end] : view) {
+    const int64_t lo = std::max(first, position), hi = std::min(last, position + (end - begin));
+    if (lo < hi) pieces.emplace_back(begin + (lo - position), begin + (hi - position));
+    position += end - begin;
+    if (position >= last) break;
+  }
+  return pieces;
 }
 
 int64_t CalibrationSet::NumBatches(int64_t batch_size) const {
@@ -421,13 +447,14 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
     throw Error(fmt::format("internal: batch {} out of range ({} batches of {})", index, batches,
                             batch_size));
   }
-  const int64_t begin = impl_->window_begin + index * batch_size;
-  const int64_t end = std::min(impl_->window_end, begin + batch_size);
+  const int64_t first = index * batch_size;
+  const int64_t rows = std::min(impl_->view_samples, first + batch_size) - first;
+  const std::vector<std::pair<int64_t, int64_t>> pieces = impl_->Pieces(first, first + rows);
   Batch batch;
   for (const auto& [name, input] : impl_->inputs) {
     // Declared dims (a model's, --calibration_shapes) can be anything: size the batch first.
     std::vector<int64_t> batch_shape = input.shape;
-    if (input.axis >= 0 && input.axis < static_cast<int64_t>(batch_shape.size())) batch_shape[input.axis] = end - begin;
+    if (input.axis >= 0 && input.axis < static_cast<int64_t>(batch_shape.size())) batch_shape[input.axis] = rows;
     RequireMemory(CheckedBytes(batch_shape, static_cast<int64_t>(ElementSize(input.dtype))),
                   fmt::format("a calibration batch of input '{}' ({} {})", name, DataTypeName(input.dtype),
                               ShapeToString(batch_shape)));
@@ -439,28 +466,39 @@ Batch CalibrationSet::ReadBatch(int64_t index, int64_t batch_size) const {
     HostTensor tensor;
     if (input.axis <= 0) {
       std::vector<int64_t> shape = input.shape;
-      if (input.axis == 0) shape[0] = end - begin;
+      if (input.axis == 0) shape[0] = rows;
       tensor = HostTensor(input.dtype, std::move(shape));
-      if (input.shape.empty())
+      if (input.shape.empty()) {
         input.segments.at(0).source->ReadRows(0, 1, tensor.bytes.data());
-      else if (input.axis == 0)
-        input.ReadRows(begin, end, tensor.bytes.data());
-      else
+      } else if (input.axis == 0) {
+        // One read per run of consecutive samples of the view.
+        const size_t row_bytes = rows > 0 ? tensor.bytes.size() / static_cast<size_t>(rows) : 0;
+        size_t offset = 0;
+        for (const auto& [begin, end] : pieces) {
+          input.ReadRows(begin, end, tensor.bytes.data() + offset);
+          offset += static_cast<size_t>(end - begin) * row_bytes;
+        }
+      } else {
         input.ReadRows(0, input.shape[0], tensor.bytes.data());
+      }
     } else {
-      // Samples along axis k: read the whole array, keep [begin, end) of axis k.
+      // Samples along axis k: read the whole array, keep the view's samples of axis k.
       HostTensor whole(input.dtype, input.shape);
       input.ReadRows(0, input.shape[0], whole.bytes.data());
       std::vector<int64_t> shape = input.shape;
-      shape[input.axis] = end - begin;
+      shape[input.axis] = rows;
       tensor = HostTensor(input.dtype, shape);
       int64_t outer = 1, inner = ElementSize(input.dtype);
       for (int64_t i = 0; i < input.axis; ++i) outer *= input.shape[i];
       for (size_t i = input.axis + 1; i < input.shape.size(); ++i) inner *= input.shape[i];
       const int64_t len = input.shape[input.axis];
       for (int64_t o = 0; o < outer; ++o) {
-        std::memcpy(tensor.bytes.data() + o * (end - begin) * inner,
-                    whole.bytes.data() + (o * len + begin) * inner, (end - begin) * inner);
+        int64_t at = 0;  // samples of this batch written so far
+        for (const auto& [begin, end] : pieces) {
+          std::memcpy(tensor.bytes.data() + (o * rows + at) * inner, whole.bytes.data() + (o * len + begin) * inner,
+                      (end - begin) * inner);
+          at += end - begin;
+        }
       }
     }
     if (input.cast_to != DataType::kUndefined) tensor = CastTensor(tensor, input.cast_to);

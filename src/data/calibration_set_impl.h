@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/array_source.h"
@@ -48,7 +49,11 @@ struct CalibrationSet::Impl {
   std::map<std::string, Input> inputs;
   bool validated = false;
   int64_t num_samples = 0;
-  int64_t window_begin = 0, window_end = 0;  // CalibrationSet::SetWindow
+  // The current view (SetWindow / SetSamples): runs of consecutive samples [begin, end), in order.
+  std::vector<std::pair<int64_t, int64_t>> view;
+  int64_t view_samples = 0;
+  // The runs of samples behind view positions [first, last): pieces of `view`, in order.
+  std::vector<std::pair<int64_t, int64_t>> Pieces(int64_t first, int64_t last) const;
 };
 
 }  // namespace ptqkit

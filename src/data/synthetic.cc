@@ -280,7 +280,8 @@ CalibrationSet CalibrationSet::Synthetic(
         spec.dtype, std::move(shape), spec.name, seed));
   }
   impl->num_samples = num_samples;
-  impl->window_end = num_samples;
+  impl->view = {{0, num_samples}};
+  impl->view_samples = num_samples;
   impl->validated = !inputs.empty();
   return CalibrationSet(std::move(impl));
 }

@@ -271,9 +271,9 @@ std::vector<OptionSpec> BuildTable() {
 
   // ---- loss report, budget, reports
   t.push_back(Text("eval_samples", nullptr,
-                   "Loss report: hold out the last N calibration samples (at most a quarter) and compare the quantized "
-                   "model with FP32 on them (0 = no report)")
-                  .Metavar("N").Int(0, 9, &QuantizeOptions::eval_samples).Commands(kBoth).Details(R"(the loss report: the last N calibration samples (at most a quarter of them; none held out below 4 samples, then the report is in-sample) are held out of calibration, split by sample so the batch size changes nothing; 0 = no report. See "What quantization cost")"));
+                   "Loss report: hold out N calibration samples spread through the file (at most a quarter) and "
+                   "compare the quantized model with FP32 on them (0 = no report)")
+                  .Metavar("N").Int(0, 9, &QuantizeOptions::eval_samples).Commands(kBoth).Details(R"(the loss report: N calibration samples (at most a quarter of them; none held out below 4 samples, then the report is in-sample), spread evenly through the file, are held out of calibration, split by sample so the batch size changes nothing; the report lists them (`sample_indices`); 0 = no report. See "What quantization cost")"));
   t.push_back(Real("accuracy_budget", &QuantizeOptions::accuracy_budget,
                    "Keep in float the fewest nodes (ranked by a node sensitivity scan) such that the divergence from "
                    "FP32 on the held-out samples is at most this (see --accuracy_budget_metric)")

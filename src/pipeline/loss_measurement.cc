@@ -16,31 +16,36 @@ EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples) 
   // A fixed-batch model only runs whole batches: count in batches there.
   const int64_t unit = data.fixed_batch ? data.batch_size : 1;
   const int64_t units = (data.fixed_batch ? data.num_batches * data.batch_size : total) / unit;
-  split.calibration_samples = units * unit;
-  if (eval_samples <= 0 || units == 0) return split;
-  const int64_t want_units = (eval_samples + unit - 1) / unit;
-  if (units >= 4) {
-    const int64_t held = std::max<int64_t>(1, std::min(want_units, units / 4));
-    split.calibration_samples = (units - held) * unit;
-    split.eval_first = split.calibration_samples;
-    split.eval_count = held * unit;
-    split.held_out = true;
-  } else {
-    const int64_t used = std::min(units, want_units);
-    split.eval_first = (units - used) * unit;
-    split.eval_count = used * unit;
+  const auto samples_of = [unit](int64_t u, std::vector<int64_t>* to) {
+    for (int64_t s = u * unit; s < (u + 1) * unit; ++s) to->push_back(s);
+  };
+  std::vector<bool> evaluated(static_cast<size_t>(units), false);
+  if (eval_samples > 0 && units > 0) {
+    const int64_t want_units = (eval_samples + unit - 1) / unit;
+    if (units >= 4) {
+      const int64_t held = std::max<int64_t>(1, std::min(want_units, units / 4));
+      for (int64_t i = 0; i < held; ++i) evaluated[static_cast<size_t>((2 * i + 1) * units / (2 * held))] = true;
+      split.held_out = true;
+    } else {
+      for (int64_t u = units - std::min(units, want_units); u < units; ++u) evaluated[static_cast<size_t>(u)] = true;
+    }
+  }
+  for (int64_t u = 0; u < units; ++u) {
+    const bool eval = evaluated[static_cast<size_t>(u)];
+    if (eval) samples_of(u, &split.evaluated);
+    if (!eval || !split.held_out) samples_of(u, &split.calibration);
   }
   return split;
 }
 
 void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split) {
-  data->set.SetWindow(0, split.calibration_samples);
-  data->num_batches = data->fixed_batch ? split.calibration_samples / data->batch_size
-                                        : data->set.NumBatches(data->batch_size);
+  data->set.SetSamples(split.calibration);
+  const auto samples = static_cast<int64_t>(split.calibration.size());
+  data->num_batches = data->fixed_batch ? samples / data->batch_size : data->set.NumBatches(data->batch_size);
 }
 
 accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split) {
-  data->set.SetWindow(split.eval_first, split.eval_first + split.eval_count);
+  data->set.SetSamples(split.evaluated);
   accuracy::SampleRange range;
   range.batch_size = data->batch_size;
   range.count = data->set.NumBatches(data->batch_size);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "calib/calibration_table.h"
 #include "calib/method.h"
@@ -23,16 +24,18 @@ constexpr double kWarnCosineBelow = 0.99;
 constexpr double kWarnTop1Below = 0.95;
 
 struct EvalSplit {
-  int64_t calibration_samples = 0;  // samples [0, calibration_samples) calibrate
-  int64_t eval_first = 0;           // samples [eval_first, eval_first + eval_count) are evaluated
-  int64_t eval_count = 0;           // 0: no report
-  bool held_out = false;            // the evaluated samples are not calibration samples
+  std::vector<int64_t> calibration;  // the samples that calibrate, in file order
+  std::vector<int64_t> evaluated;    // the samples the report runs on, in file order; empty: no report
+  bool held_out = false;             // the evaluated samples are not calibration samples
 };
 
-// The last min(eval_samples, a quarter of the data) samples are held out when the data has at
-// least 4 samples (whole batches for a fixed-batch model, which then needs 4 batches); with fewer
-// the report runs on the last samples of the calibration data itself (in-sample). The split is by
-// sample, so it does not depend on the batch size. eval_samples 0: no report, everything calibrates.
+// min(eval_samples, a quarter of the data) samples are held out when the data has at least 4
+// samples (whole batches for a fixed-batch model, which then needs 4 batches), spread evenly
+// through the file: of U units, units floor((2i + 1) U / 2H) for i < H. A file written class by
+// class, or recorded in time order, then gives the report samples of every part of it (its last
+// quarter would be one class, or the end of a recording). With fewer than 4 the report runs on
+// the last samples of the calibration data itself (in-sample). The split is by sample, so it does
+// not depend on the batch size. eval_samples 0: no report, everything calibrates.
 EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples);
 // Points data->set and data->num_batches at the calibration samples (before calibrating) or at the
 // evaluated samples (before the report's runs).

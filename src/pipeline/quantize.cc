@@ -240,7 +240,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   accuracy::BatchOutputs reference;
   accuracy::SampleRange eval_range;
   double reference_seconds = 0.0;
-  if (split.eval_count > 0) {
+  if (!split.evaluated.empty()) {
     const auto reference_start = Clock::now();
     eval_range = UseEvaluationSamples(&*data, split);
     reference = accuracy::RunOutputs(model, data->set, eval_range, Runtime(o));
@@ -261,7 +261,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   std::vector<std::string> budget_exclusions, autotune_exclusions;
   KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
   if (o.accuracy_budget >= 0) {
-    if (!data || (split.eval_count == 0 && !o.accuracy_eval)) {
+    if (!data || (split.evaluated.empty() && !o.accuracy_eval)) {
       throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
@@ -272,7 +272,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   }
 
   if (!o.autotune.mode.empty()) {
-    if (!data || split.eval_count == 0) {
+    if (!data || split.evaluated.empty()) {
       throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
                   "(--eval_samples > 0): every candidate's accuracy is checked on them");
     }
@@ -322,10 +322,11 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // Runtime gets as inputs it would otherwise quantize every weight again at every run, one element
   // at a time along a MatMul weight's last axis. Same bits, no second copy of the weights.
   StagedOutput output(&model, o, report.output_path);
-  if (split.eval_count > 0) {
+  if (!split.evaluated.empty()) {
     const auto loss_start = Clock::now();
     FoldWeightQdqForSession(&model);
     report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
+    report.loss.sample_indices = split.evaluated;
     report.loss.seconds = reference_seconds + std::chrono::duration<double>(Clock::now() - loss_start).count();
     if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
     if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);

@@ -16,6 +16,7 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
   j["not_evaluated_because"] = loss.not_evaluated_because;
   j["samples"] = loss.samples;
   j["held_out"] = loss.held_out;
+  j["sample_indices"] = loss.sample_indices;
   j["synthetic"] = loss.synthetic;
   j["ort_level"] = loss.ort_level;
   j["outputs"] = nlohmann::ordered_json::array();

@@ -2,7 +2,7 @@
 in float so that the divergence from FP32 on the held-out calibration samples is within the budget.
 
 Checked against an independent recomputation: the written model's per-sample cosine divergence on
-the held-out samples (the last quarter of the calibration file, as the report says) is within the
+the held-out samples (a quarter of the calibration file, spread through it; the report lists them) is within the
 budget, and the curve shows that one node fewer in float missed it (minimality along the ranking).
 """
 from __future__ import annotations
@@ -47,8 +47,7 @@ def test_budget_is_met_by_the_fewest_ranked_nodes(cli, outlier_mlp, outlier_cali
     left = {e["node"]: e["reason"] for e in js["left_in_float"]}
     assert all(left[n] == "kept in float by --accuracy_budget" for n in b["excluded_nodes"])
     # Independent check on the held-out samples.
-    n_cal = js["num_calibration_samples"]
-    x = np.load(outlier_calib)[n_cal:]
+    x = np.load(outlier_calib)[js["loss"]["sample_indices"]]
     assert len(x) == js["loss"]["samples"]
     got = _cos_divergence(_run(outlier_mlp, x), _run(out, x))
     assert got == pytest.approx(curve[k], rel=1e-3, abs=1e-7)

@@ -1,5 +1,5 @@
-"""The loss report of `ptqkit quantize` (issue 9 item 4): the last --eval_samples calibration samples
-(at most a quarter) are held out of calibration, the quantized and FP32 models run on them, and the
+"""The loss report of `ptqkit quantize` (issue 9 item 4): --eval_samples calibration samples
+(at most a quarter, spread through the file) are held out of calibration, the quantized and FP32 models run on them, and the
 summary, --report_json and the Python report say what was lost, with a warning that names likely
 culprit tensors when an output's cosine falls under 0.99 or its top-1 agreement under 95%.
 
@@ -36,11 +36,12 @@ def test_report_matches_an_independent_recomputation(cli, resnet, calib, tmp_pat
     r = cli.quantize(resnet, out, "--calibration_data_path", data, "--report_json", rep)
     js = json.loads(rep.read_text())
     loss = js["loss"]
-    # 40 samples: 10 would be a quarter, eval_samples is 16 -> the last 10 are held out.
+    # 40 samples: 10 would be a quarter, eval_samples is 16 -> 10 are held out, one in every 4.
     assert loss["evaluated"] and loss["held_out"] and loss["samples"] == 10 and loss["ort_level"] == "basic"
+    assert loss["sample_indices"] == list(range(2, 40, 4))
     assert js["num_calibration_samples"] == 30
     assert js["output_path"] == str(out)
-    x = np.load(data)[30:]
+    x = np.load(data)[loss["sample_indices"]]
     ref, got = _run(resnet, x), _run(out, x)
     (o,) = loss["outputs"]
     cos = _cosines(ref, got)

@@ -340,6 +340,35 @@ void ExpectStateBatches(const CalibrationSet& set) {
   EXPECT_EQ(last.at("x").shape, (std::vector<int64_t>{2, 4}));
 }
 
+TEST(CalibrationSetTest, SampleViewReadsTheListedSamplesInOrderAcrossFilesAndAxes) {
+  // Axis 0 over two files (samples 0-3 in a.npz, 4-6 in b.npz): the view [1, 2, 5, 6, 0] crosses
+  // the file boundary inside a run and wraps back to the first sample.
+  const auto dir = TestDir();
+  WriteNpz((dir / "a.npz").string(), {{"x", Iota({4, 2}, 0)}});
+  WriteNpz((dir / "b.npz").string(), {{"x", Iota({3, 2}, 100)}});
+  CalibrationSet files = CalibrationSet::FromPath(dir.string());
+  files.Validate({Spec("x", {-1, 2})});
+  files.SetSamples({1, 2, 5, 6, 0});
+  EXPECT_EQ(files.num_samples(), 5);
+  EXPECT_EQ(files.total_samples(), 7);
+  const std::vector<float> expected{2, 3, 4, 5, 102, 103, 104, 105, 0, 1};
+  for (int64_t batch_size : {1, 2, 3, 5}) EXPECT_EQ(AllFloats(files, "x", batch_size), expected) << batch_size;
+  EXPECT_EQ(files.ReadBatch(1, 3).at("x").shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_THAT(ErrorOf([&] { files.SetSamples({7}); }), HasSubstr("sample 7 of a set of 7"));
+  files.SetWindow(3, 5);  // a window is a view too
+  EXPECT_EQ(AllFloats(files, "x", 2), (std::vector<float>{6, 7, 100, 101}));
+
+  // Samples along axis 1 of a state: every layer keeps the view's samples, in the view's order.
+  CalibrationSet state = CalibrationSet::FromTensors({{"x", Iota({5, 4})}, {"state", State()}});
+  state.Validate({Spec("x", {-1, 4}), Spec("state", {2, -1, 3})});
+  state.SetSamples({4, 0, 1});
+  const Batch batch = state.ReadBatch(0, 3);
+  EXPECT_EQ(batch.at("state").shape, (std::vector<int64_t>{2, 3, 3}));
+  EXPECT_EQ(Values<float>(batch.at("state")),
+            (std::vector<float>{40, 41, 42, 0, 1, 2, 10, 11, 12, 140, 141, 142, 100, 101, 102, 110, 111, 112}));
+  EXPECT_EQ(Values<float>(batch.at("x")), (std::vector<float>{16, 17, 18, 19, 0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
 TEST(CalibrationSetTest, BatchAxisGivenExplicitly) {
   CalibrationSet set = CalibrationSet::FromTensors({{"x", Iota({5, 4})}, {"state", State()}});
   // Two dynamic dims: nothing to infer, so the axis must be given.
