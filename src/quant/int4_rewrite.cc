@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "base/log.h"
 #include "onnx/float16.h"
 #include "onnx/graph_editor.h"
+#include "onnx/subgraphs.h"
 #include "quant/numerics.h"
 
 namespace ptqkit {
@@ -24,10 +27,18 @@ class Int4Rewriter {
     // activations' Grams add up (the error that matters is the sum over every consumer).
     std::map<std::pair<std::string, int>, std::vector<const Int4Target*>> groups;
     for (const auto& t : plan.targets) groups[{t.weight, t.axis}].push_back(&t);
+    std::map<std::string, std::set<int>> readers;  // weight -> the target nodes that read it (input 1)
+    for (const auto& t : plan.targets) readers[t.weight].insert(t.node);
     std::vector<std::pair<int, std::string>> rewires;
-    for (const auto& [key, targets] : groups) {
+    for (auto it = groups.begin(); it != groups.end(); ++it) {
+      const auto& [key, targets] = *it;
       const std::string dq_out = AddWeight(key.first, key.second, targets);
       for (const auto* t : targets) rewires.emplace_back(t->node, dq_out);
+      // Groups are ordered by weight name: after the last one of a weight its float values are read
+      // no more, and holding them to the end would add the packed weights on top of every float one.
+      if (std::next(it) == groups.end() || std::next(it)->first.first != key.first) {
+        ReleaseIfOnlyTargetsRead(key.first, readers[key.first]);
+      }
     }
     for (const auto& [node, name] : rewires) graph_->mutable_node(node)->set_input(1, name);
     for (const auto& [node, name] : activation_rewires_) graph_->mutable_node(node)->set_input(0, name);
@@ -39,6 +50,33 @@ class Int4Rewriter {
 
  private:
   std::string Fresh(const std::string& base) { return editor_.Fresh(base); }
+
+  // Frees the values of initializer `name` when nothing but `targets` (input 1, now being rewired
+  // to its DequantizeLinear) reads it: no other node, no subgraph, not a graph input or output.
+  // The emptied initializer is removed by DropUnused at the end.
+  void ReleaseIfOnlyTargetsRead(const std::string& name, const std::set<int>& targets) {
+    if (index_.IsGraphInput(name) || index_.IsGraphOutput(name)) return;
+    for (const TensorUse& use : index_.Consumers(name)) {
+      if (use.input != 1 || !targets.count(use.node)) return;
+    }
+    if (subgraph_reads_.empty()) {
+      subgraph_reads_.insert("");  // computed once
+      for (const auto& n : graph_->node()) {
+        for (const auto& a : n.attribute()) {
+          if (a.has_g()) onnxio::AddNodeReads(a.g(), &subgraph_reads_);
+          for (const auto& g : a.graphs()) onnxio::AddNodeReads(g, &subgraph_reads_);
+        }
+      }
+    }
+    if (subgraph_reads_.count(name)) return;
+    for (auto& t : *graph_->mutable_initializer()) {
+      if (t.name() != name) continue;
+      std::string().swap(*t.mutable_raw_data());
+      google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+      google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());  // float16 values
+      return;
+    }
+  }
 
   // The Gram for a group, or null (RTN) when any consumer's activation has none: a partial sum
   // would judge the error on some consumers only.
@@ -138,6 +176,7 @@ class Int4Rewriter {
   Int4RewriteOptions options_;
   GraphEditor editor_;
   std::vector<std::pair<int, std::string>> activation_rewires_;  // (node, its new input A)
+  std::set<std::string> subgraph_reads_;                          // names read inside subgraphs, once needed
   Int4RewriteStats stats_;
 };
 

@@ -150,26 +150,30 @@ void ForColumns(int threads, int64_t columns, const Fn& fn) {
 // activation is multiplied by `inv` (1/s): per output column and block, dw^T G_b dw with
 // dw_j = inv_j * qdq(s_j w_j) - w_j, i.e. the squared output change summed over every calibration
 // row under the block-diagonal approximation of X^T X (cross-block terms are not in the Gram).
-// Blocks are the outer loop so that one block's Gram stays in cache for every column; each column
-// still sums its blocks in order, and columns are summed in column order, so the result does not
-// depend on the threads.
-double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& scaled, const std::vector<float>& inv,
+// The scaled block s_j w_j is formed per block column (the same float products ScaledWeight
+// gives), so no scaled copy of the weight is held per alpha. Blocks are the outer loop so that one
+// block's Gram stays in cache for every column; each column still sums its blocks in order, and
+// columns are summed in column order, so the result does not depend on the threads.
+double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& s, const std::vector<float>& inv,
                       const BlockedLayout& l, const BlockGram& g, const Int4WeightOptions& o) {
   const float min_scale = o.half_scales ? kDegenerateScale : kMinScale;
   const int64_t columns = l.outer * l.inner, nb = l.num_blocks();
   std::vector<double> column_error(static_cast<size_t>(columns), 0.0);
   ForColumns(ColumnThreads(o.threads, columns), columns, [&](int64_t begin, int64_t end) {
     std::vector<double> dw(static_cast<size_t>(l.block)), y(static_cast<size_t>(l.block));
+    std::vector<float> ws(static_cast<size_t>(l.block));
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t k0 = b * l.block, len = std::min(l.block, l.k - k0);
       for (int64_t c = begin; c < end; ++c) {
         const int64_t oo = c / l.inner, i = c % l.inner;
         const int64_t first = (oo * l.k + k0) * l.inner + i;
-        const float* ws = scaled.data() + first;
-        const Int4BlockParams p = SearchParams(ws, l.inner, len, 1.0f, o, min_scale);
+        for (int64_t j = 0; j < len; ++j) {
+          ws[static_cast<size_t>(j)] = w[static_cast<size_t>(first + j * l.inner)] * s[static_cast<size_t>(k0 + j)];
+        }
+        const Int4BlockParams p = SearchParams(ws.data(), 1, len, 1.0f, o, min_scale);
         for (int64_t j = 0; j < len; ++j) {
           const float v = w[static_cast<size_t>(first + j * l.inner)];
-          const double deq = static_cast<double>(QuantDequant(ws[j * l.inner], p, o.zero_point));
+          const double deq = static_cast<double>(QuantDequant(ws[static_cast<size_t>(j)], p, o.zero_point));
           dw[static_cast<size_t>(j)] = std::isfinite(v) ? static_cast<double>(inv[static_cast<size_t>(k0 + j)]) * deq - v : 0.0;
         }
         column_error[static_cast<size_t>(c)] += BlockError(g.Block(b), l.block, dw.data(), len, y.data());
@@ -179,6 +183,13 @@ double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& sca
   double total = 0.0;
   for (double e : column_error) total += e;
   return total;
+}
+
+// diag(s) W: element (o, k, i) times s_k.
+std::vector<float> ScaledWeight(const std::vector<float>& w, const std::vector<float>& s, const BlockedLayout& l) {
+  std::vector<float> scaled(w.size());
+  for (size_t e = 0; e < w.size(); ++e) scaled[e] = w[e] * s[static_cast<size_t>((static_cast<int64_t>(e) / l.inner) % l.k)];
+  return scaled;
 }
 
 class WeightQuantizer {
@@ -277,27 +288,24 @@ class WeightQuantizer {
 void AwqLite(const std::vector<float>& w, const BlockGram& gram, const Int4WeightOptions& options, Int4Weight* out) {
   const BlockedLayout& l = out->layout;
   const std::vector<double> magnitude = gram.MeanAbs();
-  std::vector<float> scaled(w.size()), inv(static_cast<size_t>(l.k)), best_scaled, best_inv;
+  std::vector<float> inv(static_cast<size_t>(l.k)), best_s, best_inv;
   double best_error = 0.0;
   int best = 0;
   for (int t = 0; t <= kAwqLiteAlphaSteps; ++t) {
     const double alpha = static_cast<double>(t) / kAwqLiteAlphaSteps;
-    const std::vector<float> s = AwqLiteInputScales(magnitude, alpha);
+    std::vector<float> s = AwqLiteInputScales(magnitude, alpha);
     for (int64_t k = 0; k < l.k; ++k) {
       const float r = 1.0f / s[static_cast<size_t>(k)];
       // The factor the Mul will hold: float16 for a float16 model.
       inv[static_cast<size_t>(k)] = options.half_scales ? HalfToFloat(FloatToHalf(r)) : r;
     }
-    for (size_t e = 0; e < w.size(); ++e) {
-      scaled[e] = w[e] * s[static_cast<size_t>((static_cast<int64_t>(e) / l.inner) % l.k)];
-    }
-    const double error = ScaledRtnError(w, scaled, inv, l, gram, options);
+    const double error = ScaledRtnError(w, s, inv, l, gram, options);
     out->awq_lite_errors.push_back(error);
     // Only a strictly smaller error wins: ties keep the smaller alpha (t = 0 is plain RTN).
     if (t == 0 || error < best_error) {
       best_error = error;
       best = t;
-      best_scaled = scaled;
+      best_s = std::move(s);
       best_inv = inv;
     }
   }
@@ -309,7 +317,7 @@ void AwqLite(const std::vector<float>& w, const BlockGram& gram, const Int4Weigh
   // The scaled weight multiplies x * (1/s): its clip search uses that activation's Gram.
   const BlockGram scaled_gram = gram.Scaled(best_inv);
   out->activation_scales = std::move(best_inv);
-  WeightQuantizer(best_scaled, l, &scaled_gram, options, out).Run();
+  WeightQuantizer(ScaledWeight(w, best_s, l), l, &scaled_gram, options, out).Run();
 }
 
 }  // namespace
