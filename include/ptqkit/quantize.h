@@ -207,6 +207,9 @@ struct QuantizeReport {
   int bias_corrected_convs = 0;
   int smoothed_matmul_inputs = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
+  // Relu/Clip -> FP8 QuantizeLinear pairs in the written model (TensorRT form): ONNX Runtime's
+  // default optimization level computes them wrongly, its basic level as written.
+  int fp8_clamp_quantize_pairs = 0;
   // --canonicalize: what was folded before placement, and the largest absolute difference of any
   // graph output between the model as given and as folded, on `canonical_checked_samples`
   // calibration samples (FP32 both, ONNX Runtime basic level). -1: not measured.

@@ -32,6 +32,7 @@
 #include "ptqkit/error.h"
 #include "quant/formats.h"
 #include "quant/model_placement.h"
+#include "quant/ort_level_hazards.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/weight_qdq_fold.h"
 
@@ -321,6 +322,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // weight's Q/DQ into the weight in place (FoldWeightQdqForSession): on a model whose weights ONNX
   // Runtime gets as inputs it would otherwise quantize every weight again at every run, one element
   // at a time along a MatMul weight's last axis. Same bits, no second copy of the weights.
+  report.fp8_clamp_quantize_pairs = CountFp8ClampQuantizePairs(model.graph());
   StagedOutput output(&model, o, report.output_path);
   if (!split.evaluated.empty()) {
     const auto loss_start = Clock::now();

@@ -74,6 +74,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;
+  j["fp8_clamp_quantize_pairs"] = r.fp8_clamp_quantize_pairs;
   j["canonical"] = {{"folded_batchnorms", r.folded_batchnorms},
                     {"folded_channel_affines", r.folded_channel_affines},
                     {"fused_activations", r.fused_activations},

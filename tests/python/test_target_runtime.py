@@ -7,6 +7,8 @@ Runtime's default level (these tests run onnxruntime 1.32 from the test venv) as
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -77,6 +79,30 @@ def test_ort_cpu_fp8_has_no_clamp_before_quantize_and_computes_the_same(cli, cli
     # ONNX Runtime's default level computes the ort_cpu file as its basic level does.
     d = _session(ocpu, basic=False).run(None, {"x": x})[0]
     assert np.abs(d - b).max() <= 1e-4 * max(1.0, np.abs(b).max())
+
+
+def test_trt_form_fp8_summary_says_which_onnx_runtime_level_computes_it(cli, clip_cnn, tmp_path):
+    """The TensorRT-form FP8 file keeps its Relu/Clip -> QuantizeLinear pairs (what TensorRT fuses);
+    the summary and the JSON report count them and tell an ONNX Runtime user to validate at basic
+    level or write the ort_cpu form; the ort_cpu run has none and says nothing."""
+    model, calib, _ = clip_cnn
+    trt, ocpu, rep = tmp_path / "trt.onnx", tmp_path / "ort.onnx", tmp_path / "r.json"
+    r = cli.quantize(model, trt, "--quantize_mode", "fp8", "--calibration_data_path", calib, "--report_json", rep)
+    g = onnx.load(str(trt)).graph
+    producer = {o: n for n in g.node for o in n.output}
+    pairs = [n for n in g.node if n.op_type == "QuantizeLinear" and n.input[0] in producer
+             and producer[n.input[0]].op_type in ("Relu", "Clip")]
+    assert pairs, "the TensorRT form quantizes the Clip's output"
+    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == len(pairs)
+    assert "validate this TensorRT-form FP8 file at ORT_ENABLE_BASIC" in r.stdout
+    assert f"its {len(pairs)} Relu/Clip -> FP8 QuantizeLinear pair(s)" in r.stdout
+    r = cli.quantize(model, ocpu, "--quantize_mode", "fp8", "--calibration_data_path", calib,
+                     "--target_runtime", "ort_cpu", "--report_json", rep)
+    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == 0
+    assert "ORT_ENABLE_BASIC" not in r.stdout
+    # INT8 has no such hazard: the count is for FP8 zero points only.
+    r = cli.quantize(model, trt, "--calibration_data_path", calib, "--report_json", rep)
+    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == 0 and "ORT_ENABLE_BASIC" not in r.stdout
 
 
 def test_ort_cpu_changes_nothing_for_int8(cli, clip_cnn, tmp_path):
