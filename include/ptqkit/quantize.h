@@ -71,6 +71,10 @@ struct QuantizeOptions {
   // brings every channel to the range of the largest (a Mul before its Q/DQ), and the Conv's weights
   // divided by it (quant/depthwise_equalization.h). Edits weights, adds a Mul per such Conv.
   bool depthwise_equalization = true;
+  // int8/fp8 weight rounding: "nearest" (round to nearest, as every Q/DQ runtime does) or "gptq":
+  // each quantized weight's codes chosen to minimise its layer's output error on the calibration
+  // inputs (quant/hessian_rounding.h), on the same scales. Edits weights (and Conv biases).
+  std::string weight_rounding = "nearest";
 
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
@@ -195,6 +199,20 @@ struct AccuracyBudgetReport {
   int64_t evaluations = 0;                        // full quantize + evaluate runs of the search
 };
 
+// --weight_rounding gptq: what it did.
+struct WeightRoundingReport {
+  std::string method = "nearest";
+  int considered = 0;  // quantized weights it looked at
+  int rounded = 0;     // weights whose codes it changed
+  std::vector<std::pair<std::string, std::string>> not_rounded;  // (weight, why), the others
+  // Modelled output error (sum over calibration inputs of |(W_q - W) x|^2) relative to round to
+  // nearest, averaged over the weights considered (1 for a weight left as it was).
+  double mean_error_ratio = 1.0;
+  int conv_biases_corrected = 0;
+  int forward_passes = 0;
+  double seconds = 0.0;
+};
+
 struct QuantizeReport {
   std::string output_path;
   int64_t original_opset = 0;
@@ -207,6 +225,7 @@ struct QuantizeReport {
   int bias_corrected_convs = 0;
   int smoothed_matmul_inputs = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
+  WeightRoundingReport weight_rounding;
   // Relu/Clip -> FP8 QuantizeLinear pairs in the written model (TensorRT form): ONNX Runtime's
   // default optimization level computes them wrongly, its basic level as written.
   int fp8_clamp_quantize_pairs = 0;

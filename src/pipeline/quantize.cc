@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "base/log.h"
 #include "calib/method.h"
@@ -25,6 +26,7 @@
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
+#include "pipeline/weight_rounding.h"
 #include "runtime/activation_capture.h"
 #include "runtime/prepared_model.h"
 #include "pipeline/quantize_int4.h"
@@ -113,6 +115,13 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {
     throw Error(fmt::format("--smoothquant_alpha must be in [0, 1] (0 = off), got {}", o.smoothquant_alpha));
   }
+  if (o.weight_rounding != "nearest" && o.weight_rounding != "gptq") {
+    throw Error(fmt::format("unknown --weight_rounding '{}' (expected nearest or gptq)", o.weight_rounding));
+  }
+  if (o.weight_rounding == "gptq" && format.placement.weight_only) {
+    throw Error("--weight_rounding gptq applies to int8/fp8; int4 chooses its weights with --calibration_method "
+                "awq_clip/awq_lite");
+  }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
@@ -128,6 +137,26 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (!fs::is_directory(dir, ec)) {
     throw Error(fmt::format("cannot write '{}': folder '{}' does not exist", output, dir.string()), Error::Kind::kIo);
   }
+}
+
+// --weight_rounding gptq, on the final plan: the weights' codes from one more pass over the
+// calibration samples (the data's view is put back on the evaluated samples afterwards).
+void RoundWeights(const QuantizeOptions& o, const QuantFormat& format, const ModelPlacement& plan,
+                  onnx::ModelProto* model, CalibrationData* data, const EvalSplit& split, QuantizeReport* report) {
+  if (data == nullptr) {
+    log::Warn("--weight_rounding gptq needs calibration data to measure each layer's inputs; with the ranges from a "
+              "calibration cache the weights are rounded to nearest");
+    return;
+  }
+  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
+  WeightRoundingSettings settings;
+  settings.rewrite = &rewrite;
+  settings.correct_conv_biases = o.bias_correction && o.save_calibration_cache.empty();
+  settings.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
+                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  UseCalibrationSamples(data, split);
+  RoundWeightsWithHessian(model, plan, *data, Runtime(o), settings, &report->weight_rounding);
+  if (!split.evaluated.empty()) UseEvaluationSamples(data, split);
 }
 
 }  // namespace
@@ -297,6 +326,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
     if (!autotune_exclusions.empty()) plan = build.Plan(&model, kept_in_float);
   }
 
+  if (o.weight_rounding == "gptq") RoundWeights(o, format, *plan, &model, data ? &*data : nullptr, split, &report);
   const std::map<std::string, float> amax = build.Ranges(*plan);
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();

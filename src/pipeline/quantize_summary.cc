@@ -134,6 +134,14 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
                    "them off)\n",
                    r.bias_corrected_convs, r.smoothed_matmul_inputs, r.equalized_depthwise_convs);
   }
+  if (r.weight_rounding.method != "nearest") {
+    const WeightRoundingReport& w = r.weight_rounding;
+    fmt::format_to(it,
+                   "weight rounding ({}): {} of {} weight(s) rounded to minimise their layer's output error, modelled "
+                   "error {:.2f}x round-to-nearest's on average; {} forward pass(es), {:.1f} s (--weight_rounding "
+                   "nearest turns it off)\n",
+                   w.method, w.rounded, w.considered, w.mean_error_ratio, w.forward_passes, w.seconds);
+  }
   fmt::format_to(it, "left in float: {}\n", r.left_in_float.size());
   size_t width = 0;
   for (const auto& [node, why] : r.left_in_float) width = std::max(width, node.size());

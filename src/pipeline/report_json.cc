@@ -75,6 +75,16 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;
   j["fp8_clamp_quantize_pairs"] = r.fp8_clamp_quantize_pairs;
+  {
+    const WeightRoundingReport& w = r.weight_rounding;
+    nlohmann::ordered_json not_rounded = nlohmann::ordered_json::array();
+    for (const auto& [weight, why] : w.not_rounded) not_rounded.push_back({{"weight", weight}, {"reason", why}});
+    j["weight_rounding"] = {{"method", w.method},           {"considered", w.considered},
+                            {"rounded", w.rounded},         {"not_rounded", not_rounded},
+                            {"mean_error_ratio", w.mean_error_ratio},
+                            {"conv_biases_corrected", w.conv_biases_corrected},
+                            {"forward_passes", w.forward_passes}, {"seconds", w.seconds}};
+  }
   j["canonical"] = {{"folded_batchnorms", r.folded_batchnorms},
                     {"folded_channel_affines", r.folded_channel_affines},
                     {"fused_activations", r.fused_activations},

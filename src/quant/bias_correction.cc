@@ -146,6 +146,28 @@ std::vector<double> ConvOutputShift(const std::vector<float>& w, const std::vect
   return shift;
 }
 
+void SetConvBias(onnx::GraphProto* graph, const GraphIndex& index, int node, const std::vector<float>& bias) {
+  onnx::NodeProto* conv = graph->mutable_node(node);
+  const bool has_bias = conv->input_size() > 2 && !conv->input(2).empty();
+  // A bias initializer of this graph that only this Conv reads is overwritten in place; otherwise
+  // (shared, a Constant node's output, an outer graph's tensor, no bias) the Conv gets a fresh one.
+  onnx::TensorProto* own = nullptr;
+  if (has_bias && index.Consumers(conv->input(2)).size() == 1 && !index.IsGraphInput(conv->input(2))) {
+    for (auto& t : *graph->mutable_initializer()) {
+      if (t.name() == conv->input(2)) own = &t;
+    }
+  }
+  if (own != nullptr) {
+    SetFloats(own, own->name(), bias);
+  } else {
+    const std::string name =
+        onnxio::FreshTensorName(*graph, (has_bias ? conv->input(2) : conv->name() + "_bias") + "_corrected");
+    SetFloats(graph->add_initializer(), name, bias);
+    while (conv->input_size() < 3) conv->add_input("");
+    conv->set_input(2, name);
+  }
+}
+
 int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Placement& plan,
                       const std::map<std::string, ConvInputStatistics>& inputs, const RewriteOptions& options) {
   int corrected = 0;
@@ -183,24 +205,7 @@ int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Pl
     new_biases.emplace_back(node, std::move(bias));
   }
   for (auto& [node, bias] : new_biases) {
-    onnx::NodeProto* conv = graph->mutable_node(node);
-    const bool has_bias = conv->input_size() > 2 && !conv->input(2).empty();
-    // A bias initializer of this graph that only this Conv reads is overwritten in place; otherwise
-    // (shared, a Constant node's output, an outer graph's tensor, no bias) the Conv gets a fresh one.
-    onnx::TensorProto* own = nullptr;
-    if (has_bias && index.Consumers(conv->input(2)).size() == 1 && !index.IsGraphInput(conv->input(2))) {
-      for (auto& t : *graph->mutable_initializer()) {
-        if (t.name() == conv->input(2)) own = &t;
-      }
-    }
-    if (own != nullptr) {
-      SetFloats(own, own->name(), bias);
-    } else {
-      const std::string name = onnxio::FreshTensorName(*graph, (has_bias ? conv->input(2) : conv->name() + "_bias") + "_corrected");
-      SetFloats(graph->add_initializer(), name, bias);
-      while (conv->input_size() < 3) conv->add_input("");
-      conv->set_input(2, name);
-    }
+    SetConvBias(graph, index, node, bias);
     ++corrected;
   }
   return corrected;

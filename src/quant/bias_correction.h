@@ -44,6 +44,11 @@ struct ConvInputStatistics {
 int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Placement& plan,
                       const std::map<std::string, ConvInputStatistics>& inputs, const RewriteOptions& options);
 
+// Gives Conv `node` the bias `bias` (one value per output channel): its own bias initializer is
+// overwritten, anything else (shared, a Constant node's output, none) is replaced by a fresh
+// initializer. `index` is over `graph`; it does not see a fresh initializer.
+void SetConvBias(onnx::GraphProto* graph, const GraphIndex& index, int node, const std::vector<float>& bias);
+
 // For each tap of a Conv kernel (row-major over the spatial dims), the fraction of output positions
 // at which it reads the input rather than padding. Empty when the attributes or `input_spatial`
 // do not allow it (then every tap counts fully).
