@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -140,6 +141,35 @@ struct TargetOutcome {
   bool bias_corrected = false;
 };
 
+// The Conv's bias as floats (zeros when it has none); false when it is not a FLOAT constant of one
+// value per output channel (then no shift can be absorbed).
+bool ConvBias(const GraphIndex& index, const Target& t, std::vector<float>* bias) {
+  const onnx::NodeProto& conv = index.node(t.node);
+  bias->assign(static_cast<size_t>(t.rows), 0.0f);
+  if (conv.input_size() <= 2 || conv.input(2).empty()) return true;
+  const onnx::TensorProto* b = index.Constant(conv.input(2));
+  if (b == nullptr || b->data_type() != onnx::TensorProto::FLOAT) return false;
+  *bias = TensorToFloats(*b);
+  return static_cast<int64_t>(bias->size()) == t.rows;
+}
+
+// Upper triangle of sum (x - mean)(x - mean)^T from the raw Gram: the error left once the bias has
+// taken the mean shift away is d^T C d, not d^T G d. Without this, inputs with a large mean (every
+// Conv after a Relu) spend the search on the mean direction, which the bias fixes for free, and the
+// rounding comes out worse than nearest once the bias is corrected (measured on a depthwise block).
+std::vector<double> CenteredGram(const InputGram& gram, int64_t group) {
+  const int64_t k = gram.k();
+  const double n = static_cast<double>(gram.gram(group).rows());
+  const std::vector<double> mean = gram.Mean(group);
+  const double* g = gram.gram(group).Block(0);
+  std::vector<double> c(static_cast<size_t>(k * k), 0.0);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = i; j < k; ++j) c[i * k + j] = g[i * k + j] - n * mean[i] * mean[j];
+    c[i * k + i] = std::max(0.0, c[i * k + i]);  // cancellation must not make a variance negative
+  }
+  return c;
+}
+
 TargetOutcome RoundTarget(onnx::GraphProto* graph, const GraphIndex& index, const Target& t, const InputGram& gram,
                           std::map<std::string, std::vector<InverseHessianFactor>>* factors,
                           const WeightRoundingSettings& settings) {
@@ -147,9 +177,14 @@ TargetOutcome RoundTarget(onnx::GraphProto* graph, const GraphIndex& index, cons
   const QuantFormat& format = *settings.rewrite->format;
   const float qmax = settings.rewrite->reduce_range && format.reduced_range_qmax > 0 ? format.reduced_range_qmax
                                                                                       : format.qmax;
-  std::vector<InverseHessianFactor>& f = (*factors)[t.gram_key];
+  std::vector<float> bias;
+  const bool shift_bias = t.conv && settings.correct_conv_biases && ConvBias(index, t, &bias);
+  std::vector<InverseHessianFactor>& f = (*factors)[t.gram_key + (shift_bias ? " centered" : "")];
   if (f.empty()) {
-    for (int64_t g = 0; g < gram.groups(); ++g) f.push_back(FactorInverseHessian(gram.gram(g).Block(0), t.k));
+    for (int64_t g = 0; g < gram.groups(); ++g) {
+      f.push_back(shift_bias ? FactorInverseHessian(CenteredGram(gram, g).data(), t.k)
+                             : FactorInverseHessian(gram.gram(g).Block(0), t.k));
+    }
   }
   const std::vector<float> original = RowsOf(t);
   std::vector<float> rows = original;
@@ -173,16 +208,8 @@ TargetOutcome RoundTarget(onnx::GraphProto* graph, const GraphIndex& index, cons
   }
   out.error_ratio = nearest > 0.0 ? kept / nearest : 1.0;
   WriteRows(t, rows);
-  if (!t.conv || !settings.correct_conv_biases) return out;
+  if (!shift_bias) return out;
   // The mean shift of each output channel the new codes make, relative to the float weight.
-  const onnx::NodeProto& conv = index.node(t.node);
-  std::vector<float> bias(static_cast<size_t>(t.rows), 0.0f);
-  if (conv.input_size() > 2 && !conv.input(2).empty()) {
-    const onnx::TensorProto* b = index.Constant(conv.input(2));
-    if (b == nullptr || b->data_type() != onnx::TensorProto::FLOAT) return out;
-    bias = TensorToFloats(*b);
-    if (static_cast<int64_t>(bias.size()) != t.rows) return out;
-  }
   for (int64_t g = 0; g < gram.groups(); ++g) {
     const std::vector<double> mean = gram.Mean(g);
     for (int64_t o = g * per_group; o < (g + 1) * per_group; ++o) {
