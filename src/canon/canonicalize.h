@@ -3,7 +3,8 @@
 // calibrated, on the tensors that will exist at deployment:
 //  - a BatchNormalization (inference form) right after a Conv, ConvTranspose or Gemm is folded into
 //    that node's weight and bias (both runtimes fold it before running; quantizing the unfolded
-//    weight and then running a separate per-channel scale is not what either executes);
+//    weight and then running a separate per-channel scale is not what either executes); after a
+//    MatMul of a 2-D input (known from shape inference) too, the MatMul becoming a Gemm with the bias;
 //  - a Mul or Add by a per-output-channel (or scalar) constant right after one of those nodes is
 //    folded the same way (Paddle and TF exports write BatchNormalization as such a pair);
 //  - the decompositions of HardSigmoid (Clip(x + b, 0, m) / m, or * 1/m) and HardSwish (x times
@@ -22,7 +23,7 @@
 namespace ptqkit {
 
 struct CanonicalizeStats {
-  int batchnorms_folded = 0;   // into the preceding Conv/ConvTranspose/Gemm
+  int batchnorms_folded = 0;   // into the preceding Conv/ConvTranspose/Gemm/MatMul
   int affines_folded = 0;      // Mul/Add by a channel constant folded into weight and bias
   int activations_fused = 0;   // HardSigmoid/HardSwish decompositions replaced by the operator
   int total() const { return batchnorms_folded + affines_folded + activations_fused; }

@@ -11,7 +11,8 @@
 namespace ptqkit::canon {
 namespace {
 
-// A Conv/ConvTranspose/Gemm whose output channels can absorb a scale and a shift.
+// A Conv/ConvTranspose/Gemm (or a MatMul of a 2-D input, which becomes a Gemm) whose output
+// channels can absorb a scale and a shift.
 struct LinearNode {
   int node = -1;
   ConstantSource weight;
@@ -20,10 +21,15 @@ struct LinearNode {
   int output_rank = 0;                 // of its output (channel axis 1)
 };
 
-std::optional<LinearNode> FoldableLinear(const GraphIndex& g, int i) {
+// `matrices`: the tensors known to be 2-D, whose MatMul may be folded into (nullptr: none; the
+// MatMul's output channel axis 1 is its weight's columns only when its input is a matrix).
+std::optional<LinearNode> FoldableLinear(const GraphIndex& g, int i, const std::set<std::string>* matrices) {
   const auto& n = g.node(i);
   const bool conv = n.op_type() == "Conv" || n.op_type() == "ConvTranspose";
-  if (!n.domain().empty() || (!conv && n.op_type() != "Gemm") || n.input_size() < 2 || n.output_size() != 1) {
+  const bool matmul = n.op_type() == "MatMul" && n.input_size() == 2 && matrices != nullptr &&
+                      matrices->count(n.input(0)) > 0;
+  if (!n.domain().empty() || (!conv && !matmul && n.op_type() != "Gemm") || n.input_size() < 2 ||
+      n.output_size() != 1) {
     return std::nullopt;
   }
   // Its output must be read by exactly one node (the one folded in) and not be a graph output.
@@ -61,7 +67,8 @@ struct ChannelAffine {
 
 // Node i (a BatchNormalization or a Mul/Add by a constant) read from a foldable linear node:
 // that node and the per-channel scale and shift node i applies.
-std::optional<std::pair<LinearNode, ChannelAffine>> Match(const GraphIndex& g, int i, LinearFold kind, bool values) {
+std::optional<std::pair<LinearNode, ChannelAffine>> Match(const GraphIndex& g, int i, LinearFold kind, bool values,
+                                                          const std::set<std::string>* matrices) {
   const auto& n = g.node(i);
   if (!n.domain().empty() || n.output_size() < 1) return std::nullopt;
   if (kind == LinearFold::kBatchNorm) {
@@ -72,7 +79,7 @@ std::optional<std::pair<LinearNode, ChannelAffine>> Match(const GraphIndex& g, i
     if (IntAttribute(n, "training_mode", 0) != 0 || IntAttribute(n, "spatial", 1) != 1) return std::nullopt;
     const int p = g.Producer(n.input(0));
     if (p < 0) return std::nullopt;
-    auto lin = FoldableLinear(g, p);
+    auto lin = FoldableLinear(g, p, matrices);
     if (!lin) return std::nullopt;
     std::vector<const onnx::TensorProto*> c;
     for (int k = 1; k <= 4; ++k) {
@@ -101,7 +108,7 @@ std::optional<std::pair<LinearNode, ChannelAffine>> Match(const GraphIndex& g, i
   for (int side = 0; side < 2; ++side) {
     const int p = g.Producer(n.input(side));
     if (p < 0) continue;
-    auto lin = FoldableLinear(g, p);
+    auto lin = FoldableLinear(g, p, nullptr);  // MatMul + Add stays as exported (2-D or not)
     auto k = FindConstant(g, n.input(1 - side));
     if (!lin || !k) continue;
     auto per_channel = ChannelValues(*k->value, lin->output_rank, 1, lin->channels);
@@ -138,7 +145,7 @@ std::vector<int64_t> WeightChannels(const onnx::NodeProto& n, const onnx::Tensor
       const int64_t ci = i / (inner * dims[1]);
       ch[i] = (ci / per_group_in) * dims[1] + j;
     }
-  } else {  // Gemm: [N, K] with transB, else [K, N]
+  } else {  // Gemm: [N, K] with transB, else [K, N] (MatMul too)
     const bool trans_b = IntAttribute(n, "transB", 0) != 0;
     for (int64_t i = 0; i < count; ++i) ch[i] = trans_b ? i / dims[1] : i % dims[1];
   }
@@ -179,6 +186,7 @@ void Apply(onnx::GraphProto* graph, const GraphIndex& g, int folded, const Linea
   }
 
   onnx::NodeProto* m = graph->mutable_node(lin.node);
+  if (m->op_type() == "MatMul") m->set_op_type("Gemm");  // a matrix times a matrix, plus the folded bias
   m->set_input(1, wname);
   while (m->input_size() < 3) m->add_input("");
   m->set_input(2, bname);
@@ -213,18 +221,42 @@ void Apply(onnx::GraphProto* graph, const GraphIndex& g, int folded, const Linea
 
 }  // namespace
 
-bool HasLinearFold(const onnx::GraphProto& graph, LinearFold kind) {
+bool BatchNormAfterMatMul(const onnx::GraphProto& graph) {
   const GraphIndex g(graph);
   for (int i = 0; i < g.num_nodes(); ++i) {
-    if (Match(g, i, kind, false)) return true;
+    const auto& n = g.node(i);
+    if (n.op_type() != "BatchNormalization" || !n.domain().empty() || n.input_size() == 0) continue;
+    const int p = g.Producer(n.input(0));
+    if (p >= 0 && g.node(p).op_type() == "MatMul" && g.node(p).domain().empty()) return true;
   }
   return false;
 }
 
-bool FoldOneLinear(onnx::GraphProto* graph, LinearFold kind) {
+std::set<std::string> MatrixTensors(const onnx::GraphProto& graph) {
+  std::set<std::string> out;
+  for (const auto* values : {&graph.input(), &graph.value_info(), &graph.output()}) {
+    for (const auto& v : *values) {
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape() &&
+          v.type().tensor_type().shape().dim_size() == 2) {
+        out.insert(v.name());
+      }
+    }
+  }
+  return out;
+}
+
+bool HasLinearFold(const onnx::GraphProto& graph, LinearFold kind, const std::set<std::string>& matrices) {
+  const GraphIndex g(graph);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    if (Match(g, i, kind, false, &matrices)) return true;
+  }
+  return false;
+}
+
+bool FoldOneLinear(onnx::GraphProto* graph, LinearFold kind, const std::set<std::string>& matrices) {
   const GraphIndex g(*graph);
   for (int i = 0; i < g.num_nodes(); ++i) {
-    auto m = Match(g, i, kind, true);
+    auto m = Match(g, i, kind, true, &matrices);
     if (!m) continue;
     Apply(graph, g, i, m->first, m->second);
     return true;

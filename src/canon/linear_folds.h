@@ -6,14 +6,25 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <set>
+#include <string>
+
 namespace ptqkit::canon {
 
 enum class LinearFold { kBatchNorm, kAffine };
 
+// `matrices`: tensors known to be 2-D (MatrixTensors of a shape-inferred copy). A BatchNormalization
+// after a MatMul whose input is one of them folds too, and the MatMul becomes a Gemm with the bias.
 // Whether `graph` has a fold of `kind` (no weight is read).
-bool HasLinearFold(const onnx::GraphProto& graph, LinearFold kind);
+bool HasLinearFold(const onnx::GraphProto& graph, LinearFold kind, const std::set<std::string>& matrices = {});
 
 // Folds one match of `kind`; false when there is none.
-bool FoldOneLinear(onnx::GraphProto* graph, LinearFold kind);
+bool FoldOneLinear(onnx::GraphProto* graph, LinearFold kind, const std::set<std::string>& matrices = {});
+
+// Whether a BatchNormalization reads a MatMul's output (then shapes are worth inferring).
+bool BatchNormAfterMatMul(const onnx::GraphProto& graph);
+
+// Names of the tensors whose declared type (input, value_info, output) has rank 2.
+std::set<std::string> MatrixTensors(const onnx::GraphProto& graph);
 
 }  // namespace ptqkit::canon

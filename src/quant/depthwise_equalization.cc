@@ -8,6 +8,34 @@
 
 namespace ptqkit {
 
+bool CappedByItsProducer(const GraphIndex& index, std::string tensor) {
+  const auto constant_mode = [](const onnx::NodeProto& pad) {
+    for (const auto& a : pad.attribute()) {
+      if (a.name() == "mode") return a.s() == "constant";
+    }
+    return true;
+  };
+  for (int hops = 0; hops < 8; ++hops) {
+    const int p = index.Producer(tensor);
+    if (p < 0) return false;
+    const onnx::NodeProto& n = index.node(p);
+    if (!n.domain().empty() || n.input_size() == 0) return false;
+    const std::string& op = n.op_type();
+    if (op == "Identity" || (op == "Pad" && constant_mode(n))) {
+      tensor = n.input(0);  // a zero pad adds no value beyond the cap
+      continue;
+    }
+    if (op == "Sigmoid" || op == "HardSigmoid") return true;
+    if (op != "Clip") return false;
+    if (n.input_size() > 2 && !n.input(2).empty()) return index.Constant(n.input(2)) != nullptr;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "max") return true;  // opset < 11
+    }
+    return false;
+  }
+  return false;
+}
+
 std::vector<DepthwiseSite> FindDepthwiseSites(const GraphIndex& index, const Placement& plan) {
   std::vector<DepthwiseSite> sites;
   for (const auto& q : plan.tensors) {
@@ -18,6 +46,7 @@ std::vector<DepthwiseSite> FindDepthwiseSites(const GraphIndex& index, const Pla
       const auto w = canon::FindConstant(index, n.input(1));
       if (!w || !w->chain.empty() || w->value->dims_size() < 3 || w->value->dims(1) != 1) continue;
       if (IntAttribute(n, "group", 1) != w->value->dims(0)) continue;  // depthwise: one input channel a group
+      if (CappedByItsProducer(index, q.tensor)) continue;
       sites.push_back({u.node, q.tensor});
     }
   }
@@ -35,14 +64,6 @@ std::vector<double> DepthwiseGains(const std::vector<float>& channel_amax) {
   return gains;
 }
 
-double ChannelSpread(const std::vector<float>& channel_amax) {
-  if (channel_amax.empty()) return 1.0;
-  std::vector<float> sorted(channel_amax);
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
-  return median > 0.0 ? sorted.back() / median : (sorted.back() > 0.0 ? kMaxDepthwiseGain : 1.0);
-}
-
 int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, const std::vector<DepthwiseSite>& sites,
                             const std::map<std::string, std::vector<float>>& channel_amax) {
   GraphEditor editor(graph);
@@ -53,7 +74,6 @@ int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, co
     const auto amax = channel_amax.find(site.input);
     const auto w = canon::FindConstant(index, conv.input(1));
     if (amax == channel_amax.end() || !w || static_cast<int64_t>(amax->second.size()) != w->value->dims(0)) continue;
-    if (ChannelSpread(amax->second) < kMinChannelSpread) continue;
     const std::vector<double> gains = DepthwiseGains(amax->second);
     // Channel c of the weights / g_c; the input edge gets x * g (shape [1, C, 1, ...]).
     const std::vector<float> values = TensorToFloats(*w->value);

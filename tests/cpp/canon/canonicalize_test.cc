@@ -122,6 +122,33 @@ TEST(Canonicalize, FoldsBatchNormIntoGroupedConvTransposeAndGemm) {
   EXPECT_EQ(FoldAndCompare(&m, {1, 4, 3, 3}).batchnorms_folded, 2);
 }
 
+// MatMul has no bias: a BatchNormalization after it folds only when its input is known to be a
+// matrix (then output channel = weight column, and the MatMul becomes a Gemm with the bias). On a
+// [B, T, C] input the BatchNormalization's channel axis is T, which no weight column carries.
+TEST(Canonicalize, FoldsBatchNormIntoAMatMulOfAMatrixOnly) {
+  for (const bool matrix : {true, false}) {
+    GraphBuilder b;
+    const std::vector<int64_t> shape = matrix ? std::vector<int64_t>{4, 6} : std::vector<int64_t>{2, 5, 6};
+    b.Input("x", shape).Weight("w", {6, matrix ? 5 : 3}, 0.5f);
+    b.Node("Sigmoid", {"x"}, {"s"}, "sigmoid");  // the MatMul's input rank comes from shape inference
+    b.Node("MatMul", {"s", "w"}, {"h"}, "matmul");
+    b.Node("BatchNormalization", {"h", "bn_g", "bn_b", "bn_m", "bn_v"}, {"y"}, "bn");
+    b.Node("Relu", {"y"}, {"out"}, "relu").Output("out");
+    onnx::ModelProto m = b.Build(15);
+    AddBatchNormConstants(&m, "bn", 5);  // 5 = the matrix case's columns = the 3-D case's T
+    if (!matrix) {
+      EXPECT_FALSE(HasCanonicalFolds(m));
+      EXPECT_EQ(Canonicalize(&m).batchnorms_folded, 0);
+      EXPECT_EQ(Count(m, "BatchNormalization"), 1);
+      continue;
+    }
+    EXPECT_EQ(FoldAndCompare(&m, shape).batchnorms_folded, 1);
+    EXPECT_EQ(Count(m, "BatchNormalization") + Count(m, "MatMul"), 0);
+    ASSERT_EQ(Count(m, "Gemm"), 1);
+    EXPECT_EQ(m.graph().node(1).input_size(), 3);  // the folded bias
+  }
+}
+
 TEST(Canonicalize, FoldsChannelMulAndAddButNotSpatialConstants) {
   GraphBuilder b;
   b.Input("x", {1, 3, 4, 4}).Weight("w", {5, 3, 1, 1}, 0.5f);

@@ -20,8 +20,6 @@ TEST(DepthwiseEqualization, GainsBringEveryChannelToTheLargestCappedForDeadOnes)
   EXPECT_DOUBLE_EQ(g[2], kMaxDepthwiseGain);  // dead on the calibration data: amplified at most 64x
   EXPECT_DOUBLE_EQ(g[3], kMaxDepthwiseGain);
   for (double v : DepthwiseGains({0.0f, 0.0f})) EXPECT_DOUBLE_EQ(v, 1.0);
-  EXPECT_DOUBLE_EQ(ChannelSpread({1.0f, 2.0f, 8.0f}), 4.0);  // largest / median
-  EXPECT_DOUBLE_EQ(ChannelSpread({0.0f, 0.0f}), 1.0);
 }
 
 // x [1,8,5,5] -> Conv 1x1 (8->16) -> Relu -> depthwise Conv 3x3 (16 groups) -> Relu -> Conv 1x1 -> Relu -> out
@@ -75,15 +73,35 @@ TEST(DepthwiseEqualization, PutsAGainMulOnTheInputEdgeAndKeepsTheOutputs) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], before[i], 1e-5 * (1.0 + std::fabs(before[i]))) << i;
 }
 
-TEST(DepthwiseEqualization, LeavesChannelsThatShareABoundAlone) {
-  onnx::ModelProto m = DepthwiseBlock();
+// x -> Conv 1x1 -> `activation` -> [zero Pad] -> depthwise Conv: is the depthwise input a site?
+size_t SitesAfter(const std::string& activation, bool pad) {
+  GraphBuilder b;
+  b.Input("x", {1, 8, 5, 5}).Weight("w_pw", {16, 8, 1, 1}, 0.5f).Weight("w_dw", {16, 1, 3, 3}, 0.5f);
+  b.Weight("lo", {}, 0.0f).Weight("hi", {}, 6.0f).Int64Initializer("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  b.Node("Conv", {"x", "w_pw"}, {"p"}, "pw");
+  if (activation == "Clip") {
+    b.Node("Clip", {"p", "lo", "hi"}, {"a"}, "act");
+  } else {
+    b.Node(activation, {"p"}, {"a"}, "act");
+  }
+  if (pad) b.Node("Pad", {"a", "pads"}, {"padded"}, "pad");
+  b.Node("Conv", {pad ? "padded" : "a", "w_dw"}, {"d"}, "dw", {{"group", {16}}});
+  b.Node("Relu", {"d"}, {"out"}, "dw_relu").Output("out");
+  const onnx::ModelProto m = b.Build(14);  // HardSwish
   const GraphIndex index(m.graph());
-  const auto sites = FindDepthwiseSites(index, PlanPlacement(index, {}));
-  std::vector<float> bounded(16, 6.0f);  // most channels at a shared bound (ReLU6), a few small: 3x spread
-  bounded[0] = 2.0f;
-  bounded[1] = 0.1f;
-  EXPECT_EQ(EqualizeDepthwiseInputs(m.mutable_graph(), index, sites, {{"pr", bounded}}), 0);
-  EXPECT_EQ(m.graph().node_size(), 6);
+  return FindDepthwiseSites(index, PlanPlacement(index, {})).size();
+}
+
+// A capped activation (ReLU6 written as Clip, Sigmoid, HardSigmoid) lets every channel reach the
+// cap on some input: equalizing its output clips the amplified channels there (EfficientNet-Lite0).
+TEST(DepthwiseEqualization, LeavesInputsOfCappedActivationsAlone) {
+  EXPECT_EQ(SitesAfter("Clip", false), 0u);
+  EXPECT_EQ(SitesAfter("Clip", true), 0u);  // through a zero Pad (TensorFlow's SAME padding)
+  EXPECT_EQ(SitesAfter("HardSigmoid", false), 0u);
+  EXPECT_EQ(SitesAfter("Sigmoid", true), 0u);
+  EXPECT_EQ(SitesAfter("Relu", false), 1u);
+  EXPECT_EQ(SitesAfter("Relu", true), 1u);
+  EXPECT_EQ(SitesAfter("HardSwish", false), 1u);  // unbounded above
 }
 
 }  // namespace
