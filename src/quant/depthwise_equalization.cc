@@ -64,11 +64,86 @@ std::vector<double> DepthwiseGains(const std::vector<float>& channel_amax) {
   return gains;
 }
 
+int FoldableProducerConv(const GraphIndex& index, const std::string& tensor) {
+  const auto only_reader = [&](const std::string& t) { return !index.IsGraphOutput(t) && index.Consumers(t).size() == 1; };
+  const auto zero_pad = [&](const onnx::NodeProto& pad) {
+    for (const auto& a : pad.attribute()) {
+      if ((a.name() == "mode" && a.s() != "constant") || (a.name() == "value" && a.f() != 0.0f)) return false;
+    }
+    if (pad.input_size() < 3 || pad.input(2).empty()) return true;
+    const onnx::TensorProto* v = index.Constant(pad.input(2));
+    if (v == nullptr || v->data_type() != onnx::TensorProto::FLOAT) return false;
+    const std::vector<float> values = TensorToFloats(*v);
+    return values.size() == 1 && values[0] == 0.0f;
+  };
+  std::string t = tensor;
+  bool relu_seen = false, pad_seen = false;
+  for (int hops = 0; hops < 3; ++hops) {
+    if (!only_reader(t)) return -1;
+    const int p = index.Producer(t);
+    if (p < 0) return -1;
+    const onnx::NodeProto& n = index.node(p);
+    if (!n.domain().empty() || n.input_size() == 0 || n.output_size() != 1) return -1;
+    if (n.op_type() == "Pad" && !pad_seen && !relu_seen && zero_pad(n)) {
+      pad_seen = true;
+    } else if (n.op_type() == "Relu" && !relu_seen) {
+      relu_seen = true;
+    } else if (n.op_type() == "Conv" && n.input_size() >= 2) {
+      const auto w = canon::FindConstant(index, n.input(1));
+      if (!w || w->value->dims_size() < 3) return -1;
+      if (n.input_size() > 2 && !n.input(2).empty()) {
+        const auto b = canon::FindConstant(index, n.input(2));
+        if (!b || b->value->dims_size() != 1 || b->value->dims(0) != w->value->dims(0)) return -1;
+      }
+      return p;
+    } else {
+      return -1;
+    }
+    t = n.input(0);
+  }
+  return -1;
+}
+
+namespace {
+
+// Output channel c of `conv`'s weight and bias times g_c (new initializers; the old ones are
+// removed by the caller once unread).
+void ScaleOutputChannels(onnx::GraphProto* graph, GraphEditor* editor, const GraphIndex& index, int conv,
+                         const std::vector<double>& gains, std::set<std::string>* replaced) {
+  const onnx::NodeProto& n = index.node(conv);
+  const auto w = canon::FindConstant(index, n.input(1));
+  const std::vector<float> values = TensorToFloats(*w->value);
+  const size_t per_channel = values.size() / gains.size();
+  std::vector<double> scaled(values.size());
+  for (size_t i = 0; i < values.size(); ++i) scaled[i] = values[i] * gains[i / per_channel];
+  const std::vector<int64_t> wdims(w->value->dims().begin(), w->value->dims().end());
+  const std::string weight = canon::AddValues(editor, n.input(1) + "_equalized", w->type, wdims, scaled);
+  std::string bias;
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    const auto b = canon::FindConstant(index, n.input(2));
+    const std::vector<float> bv = TensorToFloats(*b->value);
+    std::vector<double> sb(bv.size());
+    for (size_t c = 0; c < bv.size(); ++c) sb[c] = bv[c] * gains[c];
+    bias = canon::AddValues(editor, n.input(2) + "_equalized", b->type, {static_cast<int64_t>(sb.size())}, sb);
+    replaced->insert(n.input(2));
+  }
+  replaced->insert(n.input(1));
+  onnx::NodeProto* m = graph->mutable_node(conv);
+  m->set_input(1, weight);
+  if (!bias.empty()) m->set_input(2, bias);
+}
+
+}  // namespace
+
 int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, const std::vector<DepthwiseSite>& sites,
                             const std::map<std::string, std::vector<float>>& channel_amax) {
   GraphEditor editor(graph);
   std::set<std::string> replaced;
   int done = 0;
+  // A Conv's weights are rewritten once, from the index's values: a producer that is itself a site
+  // (or already scaled for another) keeps the Mul form.
+  std::set<int> rewritten;
+  for (const auto& site : sites) rewritten.insert(site.conv);
   for (const auto& site : sites) {
     const onnx::NodeProto& conv = index.node(site.conv);
     const auto amax = channel_amax.find(site.input);
@@ -83,16 +158,24 @@ int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, co
     for (size_t i = 0; i < values.size(); ++i) scaled[i] = values[i] / gains[i / per_channel];
     const std::vector<int64_t> wdims(w->value->dims().begin(), w->value->dims().end());
     const std::string weight = canon::AddValues(&editor, conv.input(1) + "_equalized", w->type, wdims, scaled);
-    std::vector<int64_t> gdims(wdims.size(), 1);
-    gdims[1] = channels;
-    const std::string gain = canon::AddValues(&editor, conv.name() + "_input_gain", w->type, gdims, gains);
-    const std::string equalized = editor.Fresh(site.input + "_equalized");
-    editor.InsertBefore(site.conv, GraphEditor::MakeNode("Mul", editor.Fresh(conv.name() + "_equalize"),
-                                                         {site.input, gain}, equalized));
     replaced.insert(conv.input(1));
-    onnx::NodeProto* m = graph->mutable_node(site.conv);
-    m->set_input(0, equalized);
-    m->set_input(1, weight);
+    const int producer = FoldableProducerConv(index, site.input);
+    if (producer >= 0 && !rewritten.count(producer) &&
+        canon::FindConstant(index, index.node(producer).input(1))->value->dims(0) == channels) {
+      rewritten.insert(producer);
+      // Cross-layer form: Relu and a zero Pad commute with a positive per-channel gain, so the gain
+      // goes into the producing Conv's output channels and no node is added.
+      ScaleOutputChannels(graph, &editor, index, producer, gains, &replaced);
+    } else {
+      std::vector<int64_t> gdims(wdims.size(), 1);
+      gdims[1] = channels;
+      const std::string gain = canon::AddValues(&editor, conv.name() + "_input_gain", w->type, gdims, gains);
+      const std::string equalized = editor.Fresh(site.input + "_equalized");
+      editor.InsertBefore(site.conv, GraphEditor::MakeNode("Mul", editor.Fresh(conv.name() + "_equalize"),
+                                                           {site.input, gain}, equalized));
+      graph->mutable_node(site.conv)->set_input(0, equalized);
+    }
+    graph->mutable_node(site.conv)->set_input(1, weight);
     ++done;
   }
   editor.Splice();

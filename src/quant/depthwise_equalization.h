@@ -7,9 +7,11 @@
 //     g_c = A / max(amax_c, A / kMaxDepthwiseGain),   A = max_c amax_c
 // (amax_c: largest |x_c| on the calibration data) is put on the Conv's input edge, before its Q/DQ,
 // and channel c of the weights divided by g_c: every channel then fills the per-tensor range.
-// The producer is usually a HardSwish/ReLU6 (not positively homogeneous), so g cannot be folded
-// into the Conv before it; the Mul is one pointwise op, which TensorRT fuses with the producer and
-// the QuantizeLinear.
+// Where the input is Conv -> [Relu] -> [zero Pad] -> depthwise, each tensor read once, g goes into
+// the producing Conv's output channels instead (cross-layer equalization: Relu(g x) = g Relu(x) for
+// g > 0), and no node is added. After a HardSwish (not positively homogeneous) g cannot be folded
+// back; there the Mul is one pointwise op, which TensorRT fuses with the producer and the
+// QuantizeLinear.
 // Not where the input comes out of a capped activation (ReLU6 = Clip(0, 6), Sigmoid, HardSigmoid):
 // there every channel can reach the cap on some input, whatever the calibration samples showed,
 // and a channel amplified by g_c clips at cap / g_c. On EfficientNet-Lite0 (ReLU6) deep channels
@@ -50,6 +52,10 @@ std::vector<DepthwiseSite> FindDepthwiseSites(const GraphIndex& index, const Pla
 
 // g_c as above (1 for every channel when all are 0).
 std::vector<double> DepthwiseGains(const std::vector<float>& channel_amax);
+
+// The Conv whose output channels can take a positive gain for `tensor` (Conv -> [Relu] -> [zero
+// Pad] -> tensor, every tensor on the way read by one node only, weight and bias constants), or -1.
+int FoldableProducerConv(const GraphIndex& index, const std::string& tensor);
 
 // Equalizes every site whose input's per-channel |x| maxima are in `channel_amax`; returns how many.
 // REQUIRES: `index` was built over `graph`, no edit since. Node indices change afterwards.
