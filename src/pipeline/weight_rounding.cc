@@ -192,7 +192,8 @@ TargetOutcome RoundTarget(onnx::GraphProto* graph, const GraphIndex& index, cons
   double nearest = 0.0, kept = 0.0;
   for (int64_t g = 0; g < gram.groups(); ++g) {
     std::vector<float> part(rows.begin() + g * per_group * t.k, rows.begin() + (g + 1) * per_group * t.k);
-    const HessianRoundingResult r = RoundWithHessian(&part, per_group, f[g], format, qmax, t.per_tensor, settings.threads);
+    const HessianRoundingResult r =
+        RoundWithHessian(&part, per_group, f[g], format, qmax, t.per_tensor, settings.threads);
     nearest += r.nearest_error;
     kept += r.rounded ? r.rounded_error : r.nearest_error;
     if (r.rounded) {

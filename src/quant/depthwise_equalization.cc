@@ -65,7 +65,9 @@ std::vector<double> DepthwiseGains(const std::vector<float>& channel_amax) {
 }
 
 int FoldableProducerConv(const GraphIndex& index, const std::string& tensor) {
-  const auto only_reader = [&](const std::string& t) { return !index.IsGraphOutput(t) && index.Consumers(t).size() == 1; };
+  const auto only_reader = [&](const std::string& t) {
+    return !index.IsGraphOutput(t) && index.Consumers(t).size() == 1;
+  };
   const auto zero_pad = [&](const onnx::NodeProto& pad) {
     for (const auto& a : pad.attribute()) {
       if ((a.name() == "mode" && a.s() != "constant") || (a.name() == "value" && a.f() != 0.0f)) return false;
