@@ -29,6 +29,7 @@ struct SensitivityOptions {
   std::string metric = "kl_div";                            // kl_div | mse | cos
   std::string target_precision = "int8";                    // int8 | fp8
   std::string calibration_method = "mse";                   // max | entropy | percentile | mse
+  double percentile = 99.999;                               // for calibration_method percentile
   std::vector<std::string> op_types_scope;                  // empty: the default scope
   std::map<std::string, std::vector<int64_t>> calibration_shapes;
   int64_t calibration_batch_size = 0;

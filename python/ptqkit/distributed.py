@@ -54,6 +54,7 @@ def score(
     op_types_scope=None,
     *,
     calibration_data_path=None,
+    percentile: float = 99.999,
     num_calib_samples: int = 100,
     calibration_shapes=None,
     calibration_batch_size=None,
@@ -125,7 +126,8 @@ def score(
         scope_args = ["--op_types_scope", *scope] if scope else []
         # --for_sensitivity: the table observes exactly the scan's tensors (see pipeline/calibrate.h).
         calib_args = ["calibrate", "--for_sensitivity", "--granularity", granularity, *scope_args,
-                      "--calibration_method", calibration_method, "--quantize_mode", target_precision,
+                      "--calibration_method", calibration_method, "--percentile", repr(float(percentile)),
+                      "--quantize_mode", target_precision,
                       "--num_synthetic_samples", str(int(num_calib_samples)), *common]
         if calibration_cache is None:
             parts = _run_stage(ray, remote, "calibration", n_calib, model, data, None, calib_args, "-o",
@@ -140,6 +142,7 @@ def score(
         # 2. probe shards, each with the merged table and its own FP32 reference.
         probe_args = ["sensitivity", "--granularity", granularity, "--metric", metric,
                       "--target_precision", target_precision, "--calibration_method", calibration_method,
+                      "--percentile", repr(float(percentile)),
                       "--num_calib_samples", str(int(num_calib_samples)),
                       "--activation_cache_limit_mb", str(int(activation_cache_limit_mb)), *scope_args, *common]
         parts = _run_stage(ray, remote, "probes", n_probe, model, data, table, probe_args, "--output_json",

@@ -255,6 +255,7 @@ void BindSensitivityOptions(py::module_& m) {
       .def_readwrite("metric", &SensitivityOptions::metric)
       .def_readwrite("target_precision", &SensitivityOptions::target_precision)
       .def_readwrite("calibration_method", &SensitivityOptions::calibration_method)
+      .def_readwrite("percentile", &SensitivityOptions::percentile)
       .def_readwrite("op_types_scope", &SensitivityOptions::op_types_scope)
       .def_readwrite("calibration_shapes", &SensitivityOptions::calibration_shapes)
       .def_readwrite("calibration_batch_size", &SensitivityOptions::calibration_batch_size)

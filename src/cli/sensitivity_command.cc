@@ -57,6 +57,8 @@ Command RegisterSensitivity(CLI::App& app) {
   cmd->add_option("--metric", o->metric, "kl_div | mse | cos")->capture_default_str();
   cmd->add_option("--target_precision", o->target_precision, "int8 | fp8")->capture_default_str();
   cmd->add_option("--calibration_method", o->calibration_method, "max | entropy | percentile | mse")->capture_default_str();
+  cmd->add_option("--percentile", o->percentile, "Percentile for --calibration_method percentile")
+      ->capture_default_str();
   cmd->add_option("--op_types_scope", o->op_types_scope, "Probe only these op types");
   cmd->add_option("--num_calib_samples", o->num_calib_samples, "Synthetic samples (only without data)")
       ->check(Count(1, 18))

@@ -39,6 +39,7 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const Pr
     so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
     so.target_precision = o.quantize_mode;
     so.calibration_method = report->calibration_method;
+    so.percentile = o.percentile;  // the ranking probes quantize as this run does
     so.calibration_shapes = o.calibration_shapes;
     so.calibration_batch_size = o.calibration_batch_size;
     so.calibration_batch_axis = o.calibration_batch_axis;

@@ -43,6 +43,9 @@ void CheckOptions(const SensitivityOptions& o) {
   }
   TargetFormat(o);  // throws naming the accepted precisions
   calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
+  if (!(o.percentile > 0.0 && o.percentile <= 100.0)) {
+    throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
+  }
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
@@ -197,7 +200,7 @@ std::map<std::string, float> CalibrateOnce(const SensitivityOptions& o, const Sc
   std::map<std::string, float> amax;
   for (const auto& t : ranged) {
     auto it = table.tensors.find(t);
-    if (it != table.tensors.end()) amax[t] = calib::ComputeAmax(it->second, method, 99.999, in.format->grid);
+    if (it != table.tensors.end()) amax[t] = calib::ComputeAmax(it->second, method, o.percentile, in.format->grid);
   }
   return amax;
 }

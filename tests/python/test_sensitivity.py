@@ -318,6 +318,26 @@ def test_node_scores_match_independent_probe_exactly(cli, outlier_mlp, outlier_c
         assert js["scores"][node] == pytest.approx(expected, rel=1e-6), node
 
 
+def test_percentile_reaches_the_scan(cli, outlier_mlp, outlier_calib, tmp_path):
+    """--percentile: the scan's probes use the same percentile range as `quantize --percentile` (it
+    was fixed at 99.999, so the budget's ranking never saw the user's value)."""
+    _, js = scan(cli, outlier_mlp, tmp_path / "s.json", "--granularity", "node", "--calibration_method",
+                 "percentile", "--percentile", "90", data=outlier_calib)
+    x = np.load(outlier_calib)
+    ref = run_batched(outlier_mlp, x)
+    expected = {}
+    for p in ("90", "99.999"):
+        probe = tmp_path / f"probe_{p}.onnx"
+        cli.quantize(outlier_mlp, probe, "--calibration_data_path", outlier_calib, "--nodes_to_quantize",
+                     "/fc1/Gemm", "--calibration_method", "percentile", "--percentile", p, "--eval_samples", "0")
+        expected[p] = score_from_outputs("kl_div", ref, run_batched(probe, x, basic=PROBE_BASIC))
+    assert expected["90"] != pytest.approx(expected["99.999"], rel=1e-3)  # the percentile matters here
+    assert js["scores"]["/fc1/Gemm"] == pytest.approx(expected["90"], rel=1e-6)
+    r = cli.run("sensitivity", "--onnx_path", outlier_mlp, "--calibration_data_path", outlier_calib,
+                "--output_json", tmp_path / "bad.json", "--percentile", "0")
+    assert r.returncode != 0 and "--percentile must be in (0, 100], got 0" in r.error_line()
+
+
 @pytest.mark.parametrize("metric", ["kl_div", "mse"])
 def test_scores_sum_over_graph_outputs(cli, outlier_mlp, outlier_calib, tmp_path, metric):
     """Two graph outputs (the logits and the hidden /act2 activation): each score is the sum over

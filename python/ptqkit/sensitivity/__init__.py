@@ -32,6 +32,7 @@ def score(
     op_types_scope=None,
     *,
     calibration_data_path=None,
+    percentile: float = 99.999,
     num_calib_samples: int = 100,
     calibration_shapes=None,
     calibration_batch_size=None,
@@ -75,6 +76,7 @@ def score(
     o.metric = metric
     o.target_precision = target_precision
     o.calibration_method = calibration_method
+    o.percentile = float(percentile)
     o.op_types_scope = _options.names(op_types_scope, "op_types_scope")
     o.num_calib_samples = int(num_calib_samples)
     o.calibration_shapes = _options.shapes(calibration_shapes)
