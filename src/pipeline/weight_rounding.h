@@ -7,7 +7,8 @@
 // pinned maxima), so its codes are chosen on the centred Gram matrix (the error the bias cannot
 // take away). Each layer is rounded against its float input: rounding against the input the
 // quantized model computes (compensating upstream error) was tried and over-corrects when every
-// layer does it from one capture (see issue 23's notes). Runs after the plan is final and the FP32 reference is taken, before the rewrite.
+// layer does it from one capture (see issue 23's notes). Runs after the plan is final and the FP32
+// reference is taken, before the rewrite.
 #pragma once
 
 #include <onnx/onnx_pb.h>

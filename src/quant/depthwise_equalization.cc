@@ -7,22 +7,55 @@
 #include "onnx/graph_editor.h"
 
 namespace ptqkit {
+namespace {
+
+// A Pad of mode constant (the default): it only adds its constant around the input.
+bool IsConstantPad(const onnx::NodeProto& n) {
+  if (n.op_type() != "Pad") return false;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "mode") return a.s() == "constant";
+  }
+  return true;
+}
+
+// A constant Pad whose value is 0: it commutes with a per-channel gain.
+bool IsZeroPad(const GraphIndex& index, const onnx::NodeProto& pad) {
+  if (!IsConstantPad(pad)) return false;
+  for (const auto& a : pad.attribute()) {
+    if (a.name() == "value" && a.f() != 0.0f) return false;  // opset < 11
+  }
+  if (pad.input_size() < 3 || pad.input(2).empty()) return true;
+  const onnx::TensorProto* v = index.Constant(pad.input(2));
+  if (v == nullptr || v->data_type() != onnx::TensorProto::FLOAT) return false;
+  const std::vector<float> values = TensorToFloats(*v);
+  return values.size() == 1 && values[0] == 0.0f;
+}
+
+// A weight's values with output channel c (its first axis) multiplied by gain[c] (divided by it
+// when `divide`).
+std::vector<double> ScaledPerOutputChannel(const onnx::TensorProto& weight, const std::vector<double>& gain,
+                                           bool divide) {
+  const std::vector<float> values = TensorToFloats(weight);
+  const size_t per_channel = values.size() / gain.size();
+  std::vector<double> scaled(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double g = gain[i / per_channel];
+    scaled[i] = divide ? values[i] / g : values[i] * g;
+  }
+  return scaled;
+}
+
+}  // namespace
 
 bool CappedByItsProducer(const GraphIndex& index, std::string tensor) {
-  const auto constant_mode = [](const onnx::NodeProto& pad) {
-    for (const auto& a : pad.attribute()) {
-      if (a.name() == "mode") return a.s() == "constant";
-    }
-    return true;
-  };
   for (int hops = 0; hops < 8; ++hops) {
     const int p = index.Producer(tensor);
     if (p < 0) return false;
     const onnx::NodeProto& n = index.node(p);
     if (!n.domain().empty() || n.input_size() == 0) return false;
     const std::string& op = n.op_type();
-    if (op == "Identity" || (op == "Pad" && constant_mode(n))) {
-      tensor = n.input(0);  // a zero pad adds no value beyond the cap
+    if (op == "Identity" || IsConstantPad(n)) {
+      tensor = n.input(0);  // a pad adds no value beyond the cap
       continue;
     }
     if (op == "Sigmoid" || op == "HardSigmoid") return true;
@@ -68,16 +101,6 @@ int FoldableProducerConv(const GraphIndex& index, const std::string& tensor) {
   const auto only_reader = [&](const std::string& t) {
     return !index.IsGraphOutput(t) && index.Consumers(t).size() == 1;
   };
-  const auto zero_pad = [&](const onnx::NodeProto& pad) {
-    for (const auto& a : pad.attribute()) {
-      if ((a.name() == "mode" && a.s() != "constant") || (a.name() == "value" && a.f() != 0.0f)) return false;
-    }
-    if (pad.input_size() < 3 || pad.input(2).empty()) return true;
-    const onnx::TensorProto* v = index.Constant(pad.input(2));
-    if (v == nullptr || v->data_type() != onnx::TensorProto::FLOAT) return false;
-    const std::vector<float> values = TensorToFloats(*v);
-    return values.size() == 1 && values[0] == 0.0f;
-  };
   std::string t = tensor;
   bool relu_seen = false, pad_seen = false;
   for (int hops = 0; hops < 3; ++hops) {
@@ -86,7 +109,7 @@ int FoldableProducerConv(const GraphIndex& index, const std::string& tensor) {
     if (p < 0) return -1;
     const onnx::NodeProto& n = index.node(p);
     if (!n.domain().empty() || n.input_size() == 0 || n.output_size() != 1) return -1;
-    if (n.op_type() == "Pad" && !pad_seen && !relu_seen && zero_pad(n)) {
+    if (!pad_seen && !relu_seen && IsZeroPad(index, n)) {
       pad_seen = true;
     } else if (n.op_type() == "Relu" && !relu_seen) {
       relu_seen = true;
@@ -114,19 +137,14 @@ void ScaleOutputChannels(onnx::GraphProto* graph, GraphEditor* editor, const Gra
                          const std::vector<double>& gains, std::set<std::string>* replaced) {
   const onnx::NodeProto& n = index.node(conv);
   const auto w = canon::FindConstant(index, n.input(1));
-  const std::vector<float> values = TensorToFloats(*w->value);
-  const size_t per_channel = values.size() / gains.size();
-  std::vector<double> scaled(values.size());
-  for (size_t i = 0; i < values.size(); ++i) scaled[i] = values[i] * gains[i / per_channel];
   const std::vector<int64_t> wdims(w->value->dims().begin(), w->value->dims().end());
-  const std::string weight = canon::AddValues(editor, n.input(1) + "_equalized", w->type, wdims, scaled);
+  const std::string weight = canon::AddValues(editor, n.input(1) + "_equalized", w->type, wdims,
+                                              ScaledPerOutputChannel(*w->value, gains, false));
   std::string bias;
   if (n.input_size() > 2 && !n.input(2).empty()) {
     const auto b = canon::FindConstant(index, n.input(2));
-    const std::vector<float> bv = TensorToFloats(*b->value);
-    std::vector<double> sb(bv.size());
-    for (size_t c = 0; c < bv.size(); ++c) sb[c] = bv[c] * gains[c];
-    bias = canon::AddValues(editor, n.input(2) + "_equalized", b->type, {static_cast<int64_t>(sb.size())}, sb);
+    bias = canon::AddValues(editor, n.input(2) + "_equalized", b->type, {static_cast<int64_t>(gains.size())},
+                            ScaledPerOutputChannel(*b->value, gains, false));
     replaced->insert(n.input(2));
   }
   replaced->insert(n.input(1));
@@ -152,14 +170,11 @@ int EqualizeDepthwiseInputs(onnx::GraphProto* graph, const GraphIndex& index, co
     const auto w = canon::FindConstant(index, conv.input(1));
     if (amax == channel_amax.end() || !w || static_cast<int64_t>(amax->second.size()) != w->value->dims(0)) continue;
     const std::vector<double> gains = DepthwiseGains(amax->second);
-    // Channel c of the weights / g_c; the input edge gets x * g (shape [1, C, 1, ...]).
-    const std::vector<float> values = TensorToFloats(*w->value);
+    // Channel c of the weights / g_c; the input edge (or the producing Conv) gets x * g.
     const int64_t channels = w->value->dims(0);
-    const size_t per_channel = values.size() / static_cast<size_t>(channels);
-    std::vector<double> scaled(values.size());
-    for (size_t i = 0; i < values.size(); ++i) scaled[i] = values[i] / gains[i / per_channel];
     const std::vector<int64_t> wdims(w->value->dims().begin(), w->value->dims().end());
-    const std::string weight = canon::AddValues(&editor, conv.input(1) + "_equalized", w->type, wdims, scaled);
+    const std::string weight = canon::AddValues(&editor, conv.input(1) + "_equalized", w->type, wdims,
+                                                ScaledPerOutputChannel(*w->value, gains, true));
     replaced.insert(conv.input(1));
     const int producer = FoldableProducerConv(index, site.input);
     if (producer >= 0 && !rewritten.count(producer) &&
