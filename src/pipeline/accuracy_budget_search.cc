@@ -16,8 +16,8 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const Pr
   const onnx::ModelProto& model = prepared.proto;
   const accuracy::BudgetMetric metric = score.metric();
   // Where ONNX Runtime gets the weights as inputs (over 256 MiB) a built candidate would be a
-  // second copy of them: candidates are built light (placeholders and 8-bit codes) and run over the
-  // model's own weights, with the same bits.
+  // second copy of them: candidates are built light (placeholders, each quantized weight
+  // fake-quantized at run time) and run over the model's own weights, with the same bits.
   const bool light = !o.accuracy_eval && build.LightApplies(model);
   const auto divergence_with = [&](const std::vector<std::string>& in_float) {
     if (light) return score.ScoreLight(build.BuildLight(model, in_float), model);

@@ -143,13 +143,14 @@ onnx::ModelProto CandidateBuilder::BuildLight(const onnx::ModelProto& fp32, cons
   KeptInFloat kept;
   for (const auto& node : in_float) kept.emplace(node, "kept in float by the candidate");
   std::unique_ptr<ModelPlacement> plan = Plan(&candidate, kept);
-  // dq_only: the quantized weights become codes, and their placeholders are dropped unless another
-  // node reads them. The codes are what Q computes, so DQ(codes) is Q->DQ's output.
+  // The quantized weights' Q -> DQ pairs read placeholders, and run as one FakeQuantizeWeight each
+  // over the FP32 model's own buffers: the candidate holds no weight, and its outputs are the
+  // pairs' bits.
   RewriteOptions rewrite = rewrite_;
-  rewrite.dq_only = true;
+  rewrite.dq_only = false;
   rewrite.weight_source = &source;
   RewriteWith(plan.get(), Ranges(*plan), rewrite);
-  DequantizeThroughMul(&candidate);
+  FakeQuantizeWeightsAtRun(&candidate);
   return candidate;
 }
 

@@ -88,9 +88,9 @@ class CandidateBuilder {
   // pre-packed) and nothing converts the float weights (--high_precision_dtype fp32).
   bool LightApplies(const onnx::ModelProto& fp32) const;
   // The same candidate for scoring only (CandidateScorer::ScoreLight), holding none of `fp32`'s
-  // large weights: in-float weights are placeholders run over `fp32`'s, quantized ones are 8-bit
-  // codes (a quarter of the bytes) dequantized per tensor and scaled by a Mul (DequantizeThroughMul).
-  // The outputs are the bits of Build's candidate with its weights' Q/DQ folded.
+  // large weights: they are placeholders run over `fp32`'s, and each quantized one is
+  // fake-quantized at run time (FakeQuantizeWeightsAtRun). The outputs are the bits of Build's
+  // candidate with its weights' Q/DQ folded.
   // REQUIRES: LightApplies(fp32).
   onnx::ModelProto BuildLight(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const;
 

@@ -85,6 +85,13 @@ const std::vector<const QuantFormat*>& AllFormats() {
   return kAll;
 }
 
+const QuantFormat* ByteFormatOfType(int32_t type) {
+  for (const QuantFormat* f : AllFormats()) {
+    if (f->values_per_byte == 1 && f->storage_type == type && f->fake_quantize) return f;
+  }
+  return nullptr;
+}
+
 std::string FormatNames(bool activations_only) {
   std::vector<std::string_view> names;
   for (const QuantFormat* f : AllFormats()) {

@@ -70,6 +70,10 @@ struct QuantFormat {
 // "unknown <option> '<name>' (expected int8, fp8 or int4)" otherwise.
 const QuantFormat& FindFormat(std::string_view name, std::string_view option, bool activations_only = false);
 
+// The 8-bit fake-quantized format whose values have ONNX element type `type` (int8, fp8), as a
+// QuantizeLinear -> DequantizeLinear pair with that zero-point type computes it; nullptr for others.
+const QuantFormat* ByteFormatOfType(int32_t type);
+
 // Every row, in the order the table lists them.
 const std::vector<const QuantFormat*>& AllFormats();
 

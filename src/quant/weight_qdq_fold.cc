@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "onnx/fresh_name.h"
 #include "onnx/session_model.h"
 #include "onnx/subgraphs.h"
 #include "quant/formats.h"
@@ -61,14 +60,6 @@ bool OnlyAxis(const onnx::NodeProto& n, int64_t* axis) {
   return true;
 }
 
-// The 8-bit format whose values have element type `type` (int8, fp8); nullptr for others.
-const QuantFormat* ByteFormat(int32_t type) {
-  for (const QuantFormat* f : AllFormats()) {
-    if (f->values_per_byte == 1 && f->storage_type == type && f->fake_quantize) return f;
-  }
-  return nullptr;
-}
-
 bool IsNode(const onnx::NodeProto& n, const char* op) {
   return n.op_type() == op && n.domain().empty() && n.input_size() == 3 && n.output_size() == 1;
 }
@@ -80,11 +71,18 @@ struct FoldSite {
   std::vector<float> scales;  // one, or one per channel
   int64_t count = 0;          // values in the weight
   int64_t inner = 1;          // consecutive values sharing a scale (product of the dims after the axis)
+  int64_t axis = 0;           // of the channel scales, non-negative
+};
+
+// What becomes of each matched pair.
+enum class FoldInto {
+  kWeight,  // the weight's own buffer holds DQ(Q(w)) (FoldWeightQdq)
+  kRunOp,   // one FakeQuantizeWeight node computes it at run time (FakeQuantizeWeightsAtRun)
 };
 
 class Folder {
  public:
-  explicit Folder(onnx::GraphProto* g) : g_(g), reads_(CountReads(*g)) {
+  Folder(onnx::GraphProto* g, FoldInto into) : g_(g), into_(into), reads_(CountReads(*g)) {
     for (auto& t : *g_->mutable_initializer()) inits_[t.name()] = &t;
     for (const auto& in : g_->input()) graph_inputs_.insert(in.name());
   }
@@ -100,12 +98,16 @@ class Folder {
       const onnx::NodeProto& dq = g_->node(dq_index);
       std::optional<FoldSite> site = Match(q, dq);
       if (!site) continue;
-      Fold(*site);
-      renamed[dq.output(0)] = q.input(0);
       removed.insert(i);
       removed.insert(dq_index);
+      if (into_ == FoldInto::kRunOp) {
+        AddRunOp(q, dq, *site);
+        continue;
+      }
+      Fold(*site);
+      renamed[dq.output(0)] = q.input(0);
     }
-    if (renamed.empty()) return 0;
+    if (removed.empty()) return 0;
     for (auto& n : *g_->mutable_node()) {
       for (auto& in : *n.mutable_input()) {
         auto it = renamed.find(in);
@@ -116,7 +118,17 @@ class Folder {
     int index = 0;
     nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [&](const onnx::NodeProto&) { return removed.count(index++) > 0; }),
                  nodes->end());
-    return static_cast<int>(renamed.size());
+    if (into_ == FoldInto::kRunOp) {
+      // The new nodes read only initializers, and go first in the node list. ONNX Runtime's
+      // default execution order comes from a depth-first walk back from the outputs that enters
+      // the inputs of a node highest index first: a weight's node listed before the activation
+      // chain feeding the same MatMul then runs just before it, whereas listed after that chain's
+      // producer every weight would be dequantized at the start, all of them alive at once
+      // (measured: 7.8 GiB instead of 2.6 GiB for a 2.25 GiB chain of MatMuls).
+      for (auto& n : *nodes) *run_ops_.Add() = std::move(n);
+      nodes->Swap(&run_ops_);
+    }
+    return static_cast<int>(removed.size() / 2);
   }
 
  private:
@@ -136,13 +148,15 @@ class Folder {
     const onnx::TensorProto* scale = Init(q.input(1));
     const onnx::TensorProto* zero = Init(q.input(2));
     if (!w || !scale || !zero) return std::nullopt;
-    if (w->data_type() != onnx::TensorProto::FLOAT || w->external_data_size() > 0) return std::nullopt;
+    // A placeholder (external data marker, no bytes) is read at run time, from the weight it stands for.
+    const bool placeholder = w->external_data_size() > 0;
+    if (w->data_type() != onnx::TensorProto::FLOAT || (placeholder && into_ == FoldInto::kWeight)) return std::nullopt;
     if (scale->data_type() != onnx::TensorProto::FLOAT || !scale->has_raw_data() || scale->dims_size() > 1) {
       return std::nullopt;
     }
     FoldSite site;
     site.weight = w;
-    site.format = zero->has_raw_data() ? ByteFormat(zero->data_type()) : nullptr;
+    site.format = zero->has_raw_data() ? ByteFormatOfType(zero->data_type()) : nullptr;
     const std::string& z = zero->raw_data();
     if (!site.format || std::any_of(z.begin(), z.end(), [](char c) { return c != 0; })) return std::nullopt;
     site.scales.resize(scale->raw_data().size() / sizeof(float));
@@ -154,11 +168,13 @@ class Folder {
         (axis < 0 || axis >= rank || w->dims(static_cast<int>(axis)) != static_cast<int64_t>(site.scales.size()))) {
       return std::nullopt;
     }
+    site.axis = axis;
     site.count = 1;
     for (int d = 0; d < rank; ++d) {
       site.count *= w->dims(d);
       if (scale->dims_size() == 1 && d > axis) site.inner *= w->dims(d);
     }
+    if (placeholder) return site;
     const bool sized = w->has_raw_data() ? w->raw_data().size() == static_cast<size_t>(site.count) * sizeof(float)
                                          : w->float_data_size() == site.count && site.count > 0;
     return sized ? std::optional<FoldSite>(std::move(site)) : std::nullopt;
@@ -188,7 +204,28 @@ class Folder {
     std::memcpy(raw->data(), copy.data(), raw->size());
   }
 
+  // The node that computes the pair's output from the weight at run time (runtime/run_ops.h).
+  void AddRunOp(const onnx::NodeProto& q, const onnx::NodeProto& dq, const FoldSite& site) {
+    onnx::NodeProto* n = run_ops_.Add();
+    n->set_op_type(kFakeQuantizeWeightOp);
+    n->set_domain(kRunOpsDomain);
+    n->set_name(dq.name().empty() ? q.name() : dq.name());
+    n->add_input(q.input(0));
+    n->add_input(q.input(1));
+    n->add_output(dq.output(0));
+    onnx::AttributeProto* axis = n->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(site.scales.size() > 1 ? site.axis : 0);
+    onnx::AttributeProto* type = n->add_attribute();
+    type->set_name("element_type");
+    type->set_type(onnx::AttributeProto::INT);
+    type->set_i(site.format->storage_type);
+  }
+
   onnx::GraphProto* g_;
+  FoldInto into_;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> run_ops_;
   GraphReads reads_;
   std::map<std::string, onnx::TensorProto*> inits_;
   std::set<std::string> graph_inputs_;
@@ -196,87 +233,22 @@ class Folder {
 
 }  // namespace
 
-int FoldWeightQdq(onnx::ModelProto* model) { return Folder(model->mutable_graph()).Run(); }
+int FoldWeightQdq(onnx::ModelProto* model) { return Folder(model->mutable_graph(), FoldInto::kWeight).Run(); }
+
+int FakeQuantizeWeightsAtRun(onnx::ModelProto* model) {
+  const int replaced = Folder(model->mutable_graph(), FoldInto::kRunOp).Run();
+  if (replaced == 0) return 0;
+  for (const auto& op : model->opset_import()) {
+    if (op.domain() == kRunOpsDomain) return replaced;
+  }
+  onnx::OperatorSetIdProto* op = model->add_opset_import();
+  op->set_domain(kRunOpsDomain);
+  op->set_version(1);
+  return replaced;
+}
 
 int FoldWeightQdqForSession(onnx::ModelProto* model) {
   return onnxio::WeightsGoAsInputs(*model) ? FoldWeightQdq(model) : 0;
-}
-
-}  // namespace ptqkit
-
-namespace ptqkit {
-
-int DequantizeThroughMul(onnx::ModelProto* model) {
-  onnx::GraphProto* g = model->mutable_graph();
-  std::map<std::string, const onnx::TensorProto*> inits;
-  for (const auto& t : g->initializer()) inits[t.name()] = &t;
-  std::set<std::string> graph_inputs;
-  for (const auto& in : g->input()) graph_inputs.insert(in.name());
-  const auto init = [&](const std::string& name) -> const onnx::TensorProto* {
-    auto it = inits.find(name);
-    return it == inits.end() || graph_inputs.count(name) ? nullptr : it->second;
-  };
-  std::vector<onnx::TensorProto> added;
-  std::string one;  // the shared scalar scale 1, added on first use
-  // The new nodes read only initializers, and go first in the node list. ONNX Runtime's default
-  // execution order comes from a depth-first walk back from the outputs that enters the inputs of
-  // a node highest index first: a weight's DQ and Mul listed before the activation chain feeding
-  // the same MatMul then run just before it, whereas listed after that chain's producer every
-  // weight would be dequantized at the start, all of them alive at once (measured: 7.8 GiB instead
-  // of 2.6 GiB for a 2.25 GiB chain of MatMuls).
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> weight_nodes, nodes;
-  int split = 0;
-  for (auto& n : *g->mutable_node()) {
-    int64_t axis = 1;
-    const onnx::TensorProto* codes = n.op_type() == "DequantizeLinear" && n.domain().empty() && n.input_size() == 3 &&
-                                             OnlyAxis(n, &axis) && n.attribute_size() == 1
-                                         ? init(n.input(0))
-                                         : nullptr;
-    const onnx::TensorProto* scale = codes ? init(n.input(1)) : nullptr;
-    const onnx::TensorProto* zero = scale ? init(n.input(2)) : nullptr;
-    const int64_t rank = codes ? codes->dims_size() : 0;
-    if (axis < 0) axis += rank;
-    const bool matches = zero && ByteFormat(zero->data_type()) && zero->data_type() == codes->data_type() &&
-                         scale->data_type() == onnx::TensorProto::FLOAT && scale->has_raw_data() &&
-                         scale->dims_size() == 1 && zero->has_raw_data() && axis >= 0 && axis < rank &&
-                         codes->dims(static_cast<int>(axis)) == scale->dims(0) &&
-                         std::all_of(zero->raw_data().begin(), zero->raw_data().end(), [](char c) { return c == 0; });
-    if (!matches) {
-      *nodes.Add() = std::move(n);
-      continue;
-    }
-    if (one.empty()) {
-      one = onnxio::FreshTensorName(*g, "ptqkit_scale_one");
-      onnx::TensorProto& t = added.emplace_back();
-      t.set_name(one);
-      t.set_data_type(onnx::TensorProto::FLOAT);
-      const float value = 1.0f;
-      t.set_raw_data(std::string(reinterpret_cast<const char*>(&value), sizeof(value)));
-    }
-    // The channel scales shaped [C, 1, ..., 1] to broadcast along `axis` of the weight.
-    onnx::TensorProto& shaped = added.emplace_back(*scale);
-    shaped.set_name(onnxio::FreshTensorName(*g, n.input(1) + "_broadcast"));
-    for (int64_t d = axis + 1; d < rank; ++d) shaped.add_dims(1);
-    const std::string output = n.output(0);
-    const std::string unscaled = onnxio::FreshTensorName(*g, output + "_unscaled");
-    onnx::NodeProto* dq = weight_nodes.Add();
-    dq->set_op_type("DequantizeLinear");
-    dq->set_name(n.name());
-    dq->add_input(n.input(0));
-    dq->add_input(one);
-    dq->add_output(unscaled);
-    onnx::NodeProto* mul = weight_nodes.Add();
-    mul->set_op_type("Mul");
-    mul->set_name(n.name() + "_scale");
-    mul->add_input(unscaled);
-    mul->add_input(shaped.name());
-    mul->add_output(output);
-    ++split;
-  }
-  for (auto& n : nodes) *weight_nodes.Add() = std::move(n);
-  g->mutable_node()->Swap(&weight_nodes);
-  for (auto& t : added) *g->add_initializer() = std::move(t);
-  return split;
 }
 
 }  // namespace ptqkit

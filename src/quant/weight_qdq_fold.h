@@ -32,13 +32,21 @@ int FoldWeightQdq(onnx::ModelProto* model);
 // folded.
 int FoldWeightQdqForSession(onnx::ModelProto* model);
 
-// For a model that holds its weights quantized (DequantizeLinear of 8-bit codes, as a dq_only
-// rewrite writes them) and runs with them as graph inputs: every per-channel DequantizeLinear of an
-// initializer, all zero points 0, becomes a per-tensor one with scale 1 followed by a Mul by the
-// channel scales shaped to broadcast along the axis. ONNX Runtime's per-channel kernel along the
-// last axis (MatMul weights) goes one element at a time; these two run at memory speed. Same
-// values: q * 1 is exact, then the one product q * s the per-channel kernel computes. Returns the
-// number of DequantizeLinear nodes rewritten (main graph only).
-int DequantizeThroughMul(onnx::ModelProto* model);
+// The operator ptqkit's own sessions run (runtime/run_ops.h) and no written model ever holds:
+// FakeQuantizeWeight(W, scale) with attributes axis and element_type (the zero point's ONNX type)
+// computes what QuantizeLinear -> DequantizeLinear with an all-zero zero point of that type make of
+// W, in one pass over W.
+inline constexpr char kRunOpsDomain[] = "ai.ptqkit.run";
+inline constexpr char kFakeQuantizeWeightOp[] = "FakeQuantizeWeight";
+
+// For a model scored and discarded that reads its weights as graph inputs from the FP32 model's
+// buffers (budget candidates and probes of a model over 256 MiB of weights, built light): each
+// weight's QuantizeLinear -> DequantizeLinear pair of the pattern FoldWeightQdq folds, its weight
+// possibly a placeholder (onnx/session_model.h), becomes one FakeQuantizeWeight node listed first.
+// Why: ONNX Runtime's per-channel kernels along the last axis (MatMul weights) go one element at a
+// time, and holding 8-bit codes instead costs a quarter of the weights for the whole scoring; this
+// holds no copy, and at run time one dequantized weight at a time. Adds the domain's opset import.
+// Returns the number of pairs replaced (main graph only).
+int FakeQuantizeWeightsAtRun(onnx::ModelProto* model);
 
 }  // namespace ptqkit

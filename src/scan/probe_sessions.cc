@@ -69,22 +69,19 @@ void ProbeSessions::Evaluate(size_t i) {
     RewriteOptions rewrite;
     rewrite.format = c_.format;
     rewrite.reserved_names = &original_initializers_;
-    // A model whose weights ONNX Runtime gets as inputs (over 256 MiB): the probe's weights are 8-bit
-    // codes dequantized per tensor and scaled by a Mul (the values of Q->DQ), read from the model's
-    // own weights, and its session takes every large tensor as an input. A probe holding its weights
-    // as initializers had ONNX Runtime copy them, pre-pack them and fold their Q->DQ: four probes of
-    // 64 MiB weights took 0.5 GiB more at peak; Q->DQ on an input weight would be slow instead
-    // (per-channel kernels along the last axis, onnx/session_model.h).
-    if (light_) {
-      rewrite.dq_only = true;
-      rewrite.weight_source = &weight_source_;
-    }
+    // A model whose weights ONNX Runtime gets as inputs (over 256 MiB): the probe's weights are
+    // placeholders, its session takes every large tensor as an input from the model's own buffers,
+    // and each quantized weight is fake-quantized at run time by one node (FakeQuantizeWeightsAtRun).
+    // A probe holding its weights as initializers had ONNX Runtime copy them, pre-pack them and fold
+    // their Q->DQ: four probes of 64 MiB weights took 0.5 GiB more at peak; Q->DQ on an input weight
+    // would be slow instead (per-channel kernels along the last axis, onnx/session_model.h).
+    if (light_) rewrite.weight_source = &weight_source_;
     if (!ref.has_boundaries) {
       onnx::ModelProto rewritten =
           light_ ? onnxio::CopyWithoutLargeWeights(*c_.model, onnxio::kDefaultViewBytes, onnxio::WeightPlaceholder)
                  : *c_.model;
       InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, *c_.amax), rewrite);
-      if (light_) DequantizeThroughMul(&rewritten);
+      if (light_) FakeQuantizeWeightsAtRun(&rewritten);
       const auto run_start = Clock::now();
       const ProbeOutputs outputs =
           RunOnReference(rewritten, light_ ? &c_.model->graph() : nullptr, ref.output_names, ref.output_names, ref,
@@ -101,7 +98,7 @@ void ProbeSessions::Evaluate(size_t i) {
     onnx::ModelProto rewritten = skeleton_;
     AddPlanWeights(p.plan, c_.model->graph(), &rewritten, light_);
     InsertQdq(&rewritten, p.plan, PlanRanges(p.plan, *c_.amax), rewrite);
-    if (light_) DequantizeThroughMul(&rewritten);
+    if (light_) FakeQuantizeWeightsAtRun(&rewritten);
     pending_.push_back({i, BuildProbeSubmodel(rewritten, c_.model->graph(), p.cut, ref.types), p.cut.outputs});
   } catch (const std::exception& e) {
     Fail(i, e.what());

@@ -130,29 +130,40 @@ TEST_P(FoldTest, FoldedWeightsAreOnnxRuntimesBits) {
   EXPECT_EQ(FoldWeightQdq(&folded), 0);  // nothing left to fold
 }
 
-// A budget candidate of a model over 2 GiB holds 8-bit codes and runs with every large tensor as a
-// graph input (CandidateBuilder::BuildLight): the per-channel DQ split into DQ(scale 1) and a Mul
-// must give the DQ's bits, along axis 0 (Conv) and the last axis (MatMul).
-TEST_P(FoldTest, DequantizeThroughMulGivesThePerChannelDequantizeBits) {
-  const onnx::ModelProto model = onnxio::LoadModel(Quantized(MakeModel("split_" + GetParam()), GetParam(), 0, true));
-  onnx::ModelProto split = model;
-  ASSERT_EQ(DequantizeThroughMul(&split), 2);
-  for (const auto& n : split.graph().node()) {
-    if (n.op_type() == "DequantizeLinear") {
-      EXPECT_EQ(n.attribute_size(), 0) << n.name() << " is still per channel";
-    }
+// Budget candidates and probes of a model over 256 MiB of weights run with every large tensor as
+// a graph input, each weight's Q -> DQ replaced by one FakeQuantizeWeight node over the FP32 weight
+// (FakeQuantizeWeightsAtRun): the outputs must be the pair's bits, along axis 0 (Conv) and the last
+// axis (MatMul), with the weights in the model and with placeholders viewed from it (BuildLight).
+TEST_P(FoldTest, FakeQuantizeWeightsAtRunGivesThePairsBits) {
+  onnx::ModelProto model = onnxio::LoadModel(Quantized(MakeModel("run_" + GetParam()), GetParam(), 0));
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {  // as exported models store them
+    if (t.data_type() != onnx::TensorProto::FLOAT || t.float_data_size() == 0) continue;
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(t.float_data().data()), t.float_data_size() * sizeof(float)));
+    t.clear_float_data();
   }
-  EXPECT_EQ(CountOps(split, "Mul"), CountOps(model, "Mul") + 2);
+  onnx::ModelProto at_run = model;
+  ASSERT_EQ(FakeQuantizeWeightsAtRun(&at_run), 2);
+  EXPECT_EQ(CountOps(at_run, "QuantizeLinear"), CountOps(model, "QuantizeLinear") - 2);
+  for (int i = 0; i < 2; ++i) {  // listed first, so each runs just before its reader
+    EXPECT_EQ(at_run.graph().node(i).op_type(), kFakeQuantizeWeightOp);
+    EXPECT_EQ(at_run.graph().node(i).domain(), kRunOpsDomain);
+  }
   RuntimeOptions basic;
   basic.basic_optimizations_only = true;
-  const auto run = [&](const onnx::ModelProto& m) {
-    InferenceSession session(onnxio::MakeSessionModelOver(m, m.graph(), /*all_as_inputs=*/true), basic);
+  const auto run = [&](const onnx::ModelProto& m, const onnx::GraphProto& weights) {
+    InferenceSession session(onnxio::MakeSessionModelOver(m, weights, /*all_as_inputs=*/true), basic);
     return session.Run(Batch{{"x", Samples(6)}}, {"out"}).at(0);
   };
-  const HostTensor a = run(model), b = run(split);
-  ASSERT_EQ(a.bytes.size(), b.bytes.size());
-  EXPECT_EQ(a.bytes, b.bytes) << "the split dequantization changed the outputs";
-  EXPECT_EQ(DequantizeThroughMul(&split), 0);  // nothing per channel left
+  const HostTensor pairs = run(model, model.graph()), fused = run(at_run, at_run.graph());
+  ASSERT_EQ(pairs.bytes.size(), fused.bytes.size());
+  EXPECT_EQ(pairs.bytes, fused.bytes) << "FakeQuantizeWeight changed the outputs";
+  EXPECT_EQ(FakeQuantizeWeightsAtRun(&at_run), 0);  // nothing left
+
+  onnx::ModelProto light = onnxio::CopyWithoutLargeWeights(model, 1024, onnxio::WeightPlaceholder);
+  ASSERT_EQ(FakeQuantizeWeightsAtRun(&light), 2);
+  EXPECT_EQ(run(light, model.graph()).bytes, pairs.bytes) << "over placeholders";
+  // The written model never holds the run-only operator.
+  EXPECT_EQ(CountOps(model, kFakeQuantizeWeightOp), 0);
 }
 
 // With all_as_inputs, the light model's own large initializers are views and graph inputs too:
