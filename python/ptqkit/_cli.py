@@ -17,3 +17,11 @@ def main(subcommand: str, prog: str, argv=None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     return _ptqkit.run_cli([prog, subcommand, *args])
+
+
+def console() -> int:
+    """The `ptqkit` command a wheel installs: the binary's whole command line (`ptqkit quantize ...`,
+    `ptqkit --version`, every subcommand), run by the extension."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _ptqkit.run_cli(["ptqkit", *sys.argv[1:]])
