@@ -159,8 +159,236 @@ void RoundWeights(const QuantizeOptions& o, const QuantFormat& format, const Mod
   if (!split.evaluated.empty()) UseEvaluationSamples(data, split);
 }
 
+// TensorRT's calibration cache (--calibration_cache_path): tensor -> scale. Its scales replace
+// calibrated ones; `uncached` counts the planned activations it has none for (those are calibrated).
+std::map<std::string, float> ReadTrtScales(const QuantizeOptions& o, const ModelPlacement& plan, int64_t* uncached) {
+  *uncached = 0;
+  if (o.calibration_cache_path.empty()) return {};
+  const std::map<std::string, float> scales = calib::ReadTrtCalibrationCache(o.calibration_cache_path);
+  for (const auto& t : plan.ActivationTensors()) *uncached += scales.count(t) == 0;
+  if (*uncached > 0) {
+    log::Warn("--calibration_cache_path: {} of {} planned activation(s) have no scale in '{}'; they are calibrated "
+              "from the data",
+              *uncached, plan.ActivationTensors().size(), o.calibration_cache_path);
+  }
+  return scales;
+}
+
+// What calibration gives the rest of the run.
+struct Calibration {
+  calib::CalibrationTable table;
+  std::optional<CalibrationData> data;  // none: every range came from a cache
+  EvalSplit split;
+  TensorDrops drops;                                            // left in float by every plan
+  std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
+};
+
+// One pass of ONNX Runtime over the calibration samples: every planned activation's statistics,
+// and the Conv input means bias correction needs. Depthwise equalization and smoothing edit the
+// model first (they change the tensors calibration observes; `plan` is made again after them).
+void CalibrateOnData(const QuantizeOptions& o, calib::Method method, PreparedModel& prepared, CanonicalForm* canonical,
+                     std::unique_ptr<ModelPlacement>* plan, Calibration* c, QuantizeReport* report) {
+  onnx::ModelProto& model = prepared.proto;
+  c->data = OpenCalibrationData(prepared, CalibrationRequest(o));
+  CalibrationData& data = *c->data;
+  report->synthetic_data = data.synthetic;
+  c->split = SplitForEvaluation(data, o.eval_samples);
+  UseCalibrationSamples(&data, c->split);
+  CompareCanonicalForm(canonical, model, &data, Runtime(o), report);
+  // Not when the statistics are saved: a calibration cache describes the model as given
+  // (canonicalized; a run from the cache has no data to measure channels with), and a run from it
+  // must reproduce the saving run's model.
+  const bool saving = !o.save_calibration_cache.empty();
+  if (o.depthwise_equalization && !saving) {
+    report->equalized_depthwise_convs = EqualizeDepthwiseConvInputs(&model, **plan, data, Runtime(o));
+    if (report->equalized_depthwise_convs > 0) *plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
+  }
+  if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && !saving) {
+    report->smoothed_matmul_inputs = SmoothMatMulInputs(&model, **plan, data, Runtime(o), o.smoothquant_alpha);
+  }
+  CaptureRequest request;
+  request.tensors = (*plan)->ActivationTensors();
+  // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
+  // input): calibrate those tensors too, in the same pass.
+  if (!o.autotune.mode.empty()) request.tensors = AutotuneCalibrationTensors(model, PlacementFor(o), **plan);
+  request.histograms = method != calib::Method::kMax;
+  request.batch_size = data.batch_size;
+  request.num_batches = data.num_batches;
+  request.progress = o.progress;
+  // Bias correction's Conv input means come out of the same pass (not when saving, as above).
+  if (o.bias_correction && !saving) request.channel_axis = ConvInputChannels(**plan);
+  CaptureResult captured = CaptureStatistics(model, data.set, request, Runtime(o));
+  for (const auto& t : captured.not_float) c->drops.emplace_back(t, "input is not a float tensor");
+  c->table = std::move(captured.table);
+  for (const auto& [name, stats] : c->table.tensors) {
+    // A tensor that never took a value has no range: a control-flow branch that no calibration
+    // sample takes (an If on a sample rate the data does not use). Its nodes stay in float.
+    // (A tensor that took only NaN/Inf is an error further on, naming it.)
+    if (stats.finite_count() == 0 && stats.nonfinite_count() == 0) {
+      log::Warn("tensor '{}' was never computed during calibration (a control-flow branch the data never takes?); "
+                "the nodes reading it stay in float",
+                name);
+      c->drops.emplace_back(name, "its input was never computed during calibration");
+    }
+    if (stats.nonfinite_count() > 0) {
+      log::Warn("tensor '{}': {} NaN/Inf value(s) ignored during calibration", name, stats.nonfinite_count());
+    }
+  }
+  c->conv_input_means = ConvInputMeans(captured.channels);
+  report->execution_providers = captured.providers;
+  report->num_calibration_samples = captured.num_samples;
+  report->batch_size = request.batch_size;
+}
+
+// The ranges: from a calibration table, from TensorRT's cache when it has every scale, else from
+// the data (CalibrateOnData).
+Calibration Calibrate(const QuantizeOptions& o, calib::Method method, PreparedModel& prepared, CanonicalForm* canonical,
+                      std::unique_ptr<ModelPlacement>* plan, int64_t trt_uncached, bool trt_cache,
+                      QuantizeReport* report) {
+  const auto start = Clock::now();
+  Calibration c;
+  if (!o.calibration_cache.empty()) {
+    c.table = calib::CalibrationTable::Load(o.calibration_cache);
+    report->calibration_from_cache = true;
+    log::Info("calibration cache: no data to measure channel statistics with, so no bias correction or smoothing");
+  } else if (trt_cache && trt_uncached == 0) {
+    report->calibration_from_cache = true;
+    log::Info("every scale comes from --calibration_cache_path: no data is read, so no bias correction or smoothing");
+  } else {
+    CalibrateOnData(o, method, prepared, canonical, plan, &c, report);
+  }
+  if (!c.data) CompareCanonicalForm(canonical, prepared.proto, nullptr, Runtime(o), report);  // counts only
+  report->calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return c;
+}
+
+// The FP32 outputs on the held-out samples, before the graph is rewritten: what the loss report,
+// the budget and autotune compare with.
+struct Reference {
+  accuracy::BatchOutputs outputs;
+  accuracy::SampleRange range;
+  double seconds = 0.0;
+};
+
+Reference HeldOutReference(const QuantizeOptions& o, const onnx::ModelProto& model, Calibration& c) {
+  Reference r;
+  if (c.split.evaluated.empty()) return r;
+  const auto start = Clock::now();
+  r.range = UseEvaluationSamples(&*c.data, c.split);
+  r.outputs = accuracy::RunOutputs(model, c.data->set, r.range, Runtime(o));
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+// The nodes the searches keep in float: --accuracy_budget's, then --autotune's (over the budget's).
+struct SearchChoices {
+  std::vector<std::string> budget, autotune;
+};
+
+SearchChoices SearchPlacements(const QuantizeOptions& o, PreparedModel& prepared, const CandidateBuilder& build,
+                               std::optional<CandidateScorer>& scorer, Calibration& c,
+                               std::unique_ptr<ModelPlacement>* plan, QuantizeReport* report) {
+  SearchChoices chosen;
+  KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
+  if (o.accuracy_budget >= 0) {
+    if (!c.data || (c.split.evaluated.empty() && !o.accuracy_eval)) {
+      throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
+                  "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
+    }
+    chosen.budget = SearchAccuracyBudget(o, prepared, build, *scorer, (*plan)->QuantizedNodes(), report);
+    // The final plan keeps the search's choice in float too.
+    for (const auto& node : chosen.budget) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
+    if (!chosen.budget.empty()) *plan = build.Plan(&prepared.proto, kept_in_float);
+  }
+  if (o.autotune.mode.empty()) return chosen;
+  if (!c.data || c.split.evaluated.empty()) {
+    throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
+                "(--eval_samples > 0): every candidate's accuracy is checked on them");
+  }
+  onnx::ModelProto& model = prepared.proto;
+  const auto with_budget = [&](std::vector<std::string> in_float) {
+    in_float.insert(in_float.end(), chosen.budget.begin(), chosen.budget.end());
+    return in_float;
+  };
+  AutotuneInputs in;
+  in.options = &o;
+  in.fp32 = &model;
+  in.build = [&](const std::vector<std::string>& in_float) { return build.Build(model, with_budget(in_float)); };
+  in.divergence = [&](const onnx::ModelProto& candidate) { return (*scorer)(candidate); };
+  in.divergence_metric = scorer->metric_name();
+  in.quantized_nodes = (*plan)->QuantizedNodes();
+  in.feeds = c.data->set.ReadBatch(0, c.data->batch_size);
+  chosen.autotune = AutotunePlacement(in, &report->autotune);
+  const std::string why = report->autotune.gate_passed
+                              ? "kept in float by --autotune (faster)"
+                              : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
+  for (const auto& node : chosen.autotune) kept_in_float.emplace(node, why);
+  if (!chosen.autotune.empty()) *plan = build.Plan(&model, kept_in_float);
+  return chosen;
+}
+
+// Writing the FP32 model under a quantized name would hide that nothing was done: an error, unless
+// the user's or a search's exclusions asked for it (then a warning).
+void CheckSomethingQuantized(const QuantizeOptions& o, const RewriteStats& stats, const SearchChoices& chosen,
+                             const QuantizeReport& report) {
+  const bool excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !chosen.budget.empty() ||
+                        !chosen.autotune.empty();
+  if (stats.qdq_pairs > 0) return;
+  if (excluded) {
+    log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
+    return;
+  }
+  std::string why;
+  for (size_t k = 0; k < std::min<size_t>(3, report.left_in_float.size()); ++k) {
+    why += fmt::format("; '{}' {}", report.left_in_float[k].first, report.left_in_float[k].second);
+  }
+  throw Error(fmt::format("no node of '{}' was quantized ({} candidate(s) left in float{}); nothing was written. "
+                          "Choose nodes with --op_types_to_quantize or --nodes_to_quantize",
+                          o.onnx_path, report.left_in_float.size(), why),
+              Error::Kind::kUnsupported);
+}
+
+// The loss report on the held-out samples, or why there is none.
+void ReportLoss(const QuantizeOptions& o, onnx::ModelProto* model, Calibration& c, const Reference& reference,
+                const RuntimeOptions& eval_runtime, const std::map<std::string, float>& amax, const QuantFormat& format,
+                QuantizeReport* report) {
+  if (c.split.evaluated.empty()) {
+    report->loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"
+                                         : report->calibration_from_cache ? "the ranges came from a calibration cache"
+                                                                          : "no calibration samples";
+    return;
+  }
+  const auto start = Clock::now();
+  // The model is already written (StagedOutput): each weight's Q/DQ may now be folded into the
+  // weight in place. On a model whose weights ONNX Runtime gets as inputs it would otherwise
+  // quantize every weight again at every run, one element at a time along a MatMul weight's last
+  // axis. Same bits, no second copy of the weights.
+  FoldWeightQdqForSession(model);
+  report->loss = MeasureLoss(reference.outputs, *model, *c.data, reference.range, c.split.held_out, eval_runtime,
+                             c.table, amax, format.grid);
+  report->loss.sample_indices = c.split.evaluated;
+  report->loss.seconds = reference.seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  if (report->accuracy_budget.used && report->accuracy_budget.met) report->loss.warning.clear();
+  if (!report->loss.warning.empty()) log::Warn("{}", report->loss.warning);
+}
+
+// --save_calibration_cache (ptqkit's table) and --save_calibration_cache_path (TensorRT's scales),
+// after the model: a save that fails leaves no cache behind.
+void SaveCalibrationCaches(const QuantizeOptions& o, const Calibration& c, const std::map<std::string, float>& amax,
+                           const QuantFormat& format) {
+  if (!o.save_calibration_cache.empty()) c.table.Save(o.save_calibration_cache);
+  if (o.save_calibration_cache_path.empty()) return;
+  std::map<std::string, float> scales;
+  for (const auto& [tensor, a] : amax) scales[tensor] = a / format.qmax;
+  WriteFileAtomically(o.save_calibration_cache_path, calib::TrtCalibrationCacheText(scales));
+}
+
 }  // namespace
 
+// The steps, in order: options and files checked; the model loaded, upgraded and canonicalized;
+// the placement planned; ranges calibrated; FP32 reference outputs on the held-out samples; the
+// searches (budget, autotune) that keep nodes in float; weight rounding; the Q/DQ rewrite;
+// precision conversion; the model written, then the loss report; the caches saved.
 QuantizeReport Quantize(const QuantizeOptions& o) {
   const auto start = Clock::now();
   QuantizeReport report;
@@ -183,199 +411,38 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.output_opset = onnxio::DefaultOpset(model);
   auto plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
 
-  calib::CalibrationTable table;
-  const auto calib_start = Clock::now();
-  std::optional<CalibrationData> data;
-  EvalSplit split;
-  TensorDrops drops;  // left in float by every plan
-  // TensorRT's calibration cache (--calibration_cache_path): its scales replace calibrated ones;
-  // when it names every planned activation, nothing is calibrated.
-  const std::map<std::string, float> trt_scales =
-      o.calibration_cache_path.empty() ? std::map<std::string, float>{} : calib::ReadTrtCalibrationCache(o.calibration_cache_path);
-  int64_t uncached = 0;
-  for (const auto& t : plan->ActivationTensors()) uncached += trt_scales.count(t) == 0;
-  if (!trt_scales.empty() && uncached > 0) {
-    log::Warn("--calibration_cache_path: {} of {} planned activation(s) have no scale in '{}'; they are calibrated "
-              "from the data",
-              uncached, plan->ActivationTensors().size(), o.calibration_cache_path);
-  }
-  std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
-  if (!o.calibration_cache.empty()) {
-    table = calib::CalibrationTable::Load(o.calibration_cache);
-    report.calibration_from_cache = true;
-    log::Info("calibration cache: no data to measure channel statistics with, so no bias correction or smoothing");
-  } else if (!trt_scales.empty() && uncached == 0) {
-    report.calibration_from_cache = true;
-    log::Info("every scale comes from --calibration_cache_path: no data is read, so no bias correction or smoothing");
-  } else {
-    data = OpenCalibrationData(prepared, CalibrationRequest(o));
-    report.synthetic_data = data->synthetic;
-    split = SplitForEvaluation(*data, o.eval_samples);
-    UseCalibrationSamples(&*data, split);
-    CompareCanonicalForm(&canonical, model, &*data, Runtime(o), &report);
-    // Before calibration: depthwise equalization and smoothing change the tensors calibration
-    // observes. Not when the statistics are saved: a calibration cache describes the model as given
-    // (canonicalized; a run from the cache has no data to measure channels with), and a run from it
-    // must reproduce the saving run's model.
-    if (o.depthwise_equalization && o.save_calibration_cache.empty()) {
-      report.equalized_depthwise_convs = EqualizeDepthwiseConvInputs(&model, *plan, *data, Runtime(o));
-      if (report.equalized_depthwise_convs > 0) plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
-    }
-    if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && o.save_calibration_cache.empty()) {
-      report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *plan, *data, Runtime(o), o.smoothquant_alpha);
-    }
-    CaptureRequest request;
-    request.tensors = plan->ActivationTensors();
-    // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
-    // input): calibrate those tensors too, in the same pass.
-    if (!o.autotune.mode.empty()) {
-      request.tensors = AutotuneCalibrationTensors(model, PlacementFor(o), *plan);
-    }
-    request.histograms = method != calib::Method::kMax;
-    request.batch_size = data->batch_size;
-    request.num_batches = data->num_batches;
-    request.progress = o.progress;
-    // Bias correction's Conv input means come out of the same pass. Not when the statistics are
-    // saved, as for smoothing: the cache has no channel means, and a run from it must give the model
-    // the saving run gave.
-    if (o.bias_correction && o.save_calibration_cache.empty()) request.channel_axis = ConvInputChannels(*plan);
-    RuntimeOptions runtime = Runtime(o);
-    CaptureResult captured = CaptureStatistics(model, data->set, request, runtime);
-    for (const auto& t : captured.not_float) drops.emplace_back(t, "input is not a float tensor");
-    table = std::move(captured.table);
-    for (const auto& [name, stats] : table.tensors) {
-      // A tensor that never took a value has no range: a control-flow branch that no calibration
-      // sample takes (an If on a sample rate the data does not use). Its nodes stay in float.
-      // (A tensor that took only NaN/Inf is an error further on, naming it.)
-      if (stats.finite_count() == 0 && stats.nonfinite_count() == 0) {
-        log::Warn("tensor '{}' was never computed during calibration (a control-flow branch the data never takes?); "
-                  "the nodes reading it stay in float",
-                  name);
-        drops.emplace_back(name, "its input was never computed during calibration");
-      }
-    }
-    conv_input_means = ConvInputMeans(captured.channels);
-    report.execution_providers = captured.providers;
-    report.num_calibration_samples = captured.num_samples;
-    report.batch_size = request.batch_size;
-    for (const auto& [name, stats] : table.tensors) {
-      if (stats.nonfinite_count() > 0) {
-        log::Warn("tensor '{}': {} NaN/Inf value(s) ignored during calibration", name, stats.nonfinite_count());
-      }
-    }
-  }
-  if (!data) CompareCanonicalForm(&canonical, model, nullptr, Runtime(o), &report);  // counts only
-  report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
-  // The FP32 outputs the loss report compares with, before the graph is rewritten.
-  accuracy::BatchOutputs reference;
-  accuracy::SampleRange eval_range;
-  double reference_seconds = 0.0;
-  if (!split.evaluated.empty()) {
-    const auto reference_start = Clock::now();
-    eval_range = UseEvaluationSamples(&*data, split);
-    reference = accuracy::RunOutputs(model, data->set, eval_range, Runtime(o));
-    reference_seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
-  }
+  int64_t trt_uncached = 0;
+  const std::map<std::string, float> trt_scales = ReadTrtScales(o, *plan, &trt_uncached);
+  Calibration c = Calibrate(o, method, prepared, &canonical, &plan, trt_uncached, !trt_scales.empty(), &report);
+  const Reference reference = HeldOutReference(o, model, c);
 
-  for (const auto& [tensor, why] : drops) plan->DropTensor(tensor, why);
-  const CandidateBuilder build(CandidateRecipe{&o, &format, method, &table, drops, trt_scales, conv_input_means});
+  for (const auto& [tensor, why] : c.drops) plan->DropTensor(tensor, why);
+  const CandidateBuilder build(CandidateRecipe{&o, &format, method, &c.table, c.drops, trt_scales, c.conv_input_means});
   RuntimeOptions eval_runtime = Runtime(o);
   // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
   // FP8 Q/DQ models at that level; 1.32 can). tests/corpus checks the default level separately.
   eval_runtime.basic_optimizations_only = true;
-
   // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
   std::optional<CandidateScorer> scorer;
-  if (data) scorer.emplace(o, reference, *data, eval_range, eval_runtime);
-  std::vector<std::string> budget_exclusions, autotune_exclusions;
-  KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
-  if (o.accuracy_budget >= 0) {
-    if (!data || (split.evaluated.empty() && !o.accuracy_eval)) {
-      throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
-                  "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
-    }
-    budget_exclusions = SearchAccuracyBudget(o, prepared, build, *scorer, plan->QuantizedNodes(), &report);
-    // The final plan keeps the search's choice in float too.
-    for (const auto& node : budget_exclusions) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
-    if (!budget_exclusions.empty()) plan = build.Plan(&model, kept_in_float);
-  }
+  if (c.data) scorer.emplace(o, reference.outputs, *c.data, reference.range, eval_runtime);
+  const SearchChoices chosen = SearchPlacements(o, prepared, build, scorer, c, &plan, &report);
 
-  if (!o.autotune.mode.empty()) {
-    if (!data || split.evaluated.empty()) {
-      throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
-                  "(--eval_samples > 0): every candidate's accuracy is checked on them");
-    }
-    const auto with_budget = [&](std::vector<std::string> in_float) {
-      in_float.insert(in_float.end(), budget_exclusions.begin(), budget_exclusions.end());
-      return in_float;
-    };
-    AutotuneInputs in;
-    in.options = &o;
-    in.fp32 = &model;
-    in.build = [&](const std::vector<std::string>& in_float) { return build.Build(model, with_budget(in_float)); };
-    in.divergence = [&](const onnx::ModelProto& candidate) { return (*scorer)(candidate); };
-    in.divergence_metric = scorer->metric_name();
-    in.quantized_nodes = plan->QuantizedNodes();
-    in.feeds = data->set.ReadBatch(0, data->batch_size);
-    autotune_exclusions = AutotunePlacement(in, &report.autotune);
-    const std::string why = report.autotune.gate_passed
-                                ? "kept in float by --autotune (faster)"
-                                : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
-    for (const auto& node : autotune_exclusions) kept_in_float.emplace(node, why);
-    if (!autotune_exclusions.empty()) plan = build.Plan(&model, kept_in_float);
-  }
-
-  if (o.weight_rounding == "gptq") RoundWeights(o, format, *plan, &model, data ? &*data : nullptr, split, &report);
+  if (o.weight_rounding == "gptq") RoundWeights(o, format, *plan, &model, c.data ? &*c.data : nullptr, c.split, &report);
   const std::map<std::string, float> amax = build.Ranges(*plan);
   report.quantized_by_op_type = plan->QuantizedByOpType();
   report.left_in_float = plan->LeftInFloat();
   const RewriteStats stats = build.Rewrite(plan.get(), amax, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
-  const bool user_excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() ||
-                             !budget_exclusions.empty() || !autotune_exclusions.empty();
-  if (stats.qdq_pairs == 0 && user_excluded) {
-    log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
-  } else if (stats.qdq_pairs == 0) {
-    // Writing the FP32 model under a quantized name would hide that nothing was done.
-    std::string why;
-    for (size_t k = 0; k < std::min<size_t>(3, report.left_in_float.size()); ++k) {
-      why += fmt::format("; '{}' {}", report.left_in_float[k].first, report.left_in_float[k].second);
-    }
-    throw Error(fmt::format("no node of '{}' was quantized ({} candidate(s) left in float{}); nothing was written. "
-                            "Choose nodes with --op_types_to_quantize or --nodes_to_quantize",
-                            o.onnx_path, report.left_in_float.size(), why),
-                Error::Kind::kUnsupported);
-  }
+  CheckSomethingQuantized(o, stats, chosen, report);
   ConvertPrecision(&model, o, &report);
-  // The model is written (not yet visible) before the loss report, which may then fold each
-  // weight's Q/DQ into the weight in place (FoldWeightQdqForSession): on a model whose weights ONNX
-  // Runtime gets as inputs it would otherwise quantize every weight again at every run, one element
-  // at a time along a MatMul weight's last axis. Same bits, no second copy of the weights.
   report.fp8_clamp_quantize_pairs = CountFp8ClampQuantizePairs(model.graph());
+  // Written (not yet visible) before the loss report, which may fold the weights in place.
   StagedOutput output(&model, o, report.output_path);
-  if (!split.evaluated.empty()) {
-    const auto loss_start = Clock::now();
-    FoldWeightQdqForSession(&model);
-    report.loss = MeasureLoss(reference, model, *data, eval_range, split.held_out, eval_runtime, table, amax, format.grid);
-    report.loss.sample_indices = split.evaluated;
-    report.loss.seconds = reference_seconds + std::chrono::duration<double>(Clock::now() - loss_start).count();
-    if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();
-    if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
-  } else {
-    report.loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"
-                                        : report.calibration_from_cache ? "the ranges came from a calibration cache"
-                                                                        : "no calibration samples";
-  }
+  ReportLoss(o, &model, c, reference, eval_runtime, amax, format, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   output.Commit(o, report);
-  // After the model: a save that fails leaves no calibration cache behind.
-  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
-  if (!o.save_calibration_cache_path.empty()) {
-    std::map<std::string, float> scales;
-    for (const auto& [tensor, a] : amax) scales[tensor] = a / format.qmax;
-    WriteFileAtomically(o.save_calibration_cache_path, calib::TrtCalibrationCacheText(scales));
-  }
+  SaveCalibrationCaches(o, c, amax, format);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

@@ -31,6 +31,9 @@ extension="$(ls "$package"/_ptqkit*.so)"
 # Every library the extension loads: from the installed package (or auditwheel's ptqkit.libs) or
 # the system, never from the repository.
 if ldd "$extension" | grep -E "not found|$root"; then echo "wheel: the extension reaches outside the wheel" >&2; exit 1; fi
+if readelf -d "$extension" | grep -E "R(UN)?PATH" | grep -F "$root"; then
+  echo "wheel: the extension's RPATH names the build tree" >&2; exit 1
+fi
 leaked="$(nm -D --defined-only "$extension" | grep -c -E 'google|protobuf|onnx|re2|fmt' || true)"
 [ "$leaked" = 0 ] || { echo "wheel: the extension exports $leaked protobuf/ONNX/RE2/fmt symbols" >&2; exit 1; }
 
