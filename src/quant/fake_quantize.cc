@@ -112,12 +112,14 @@ void QuantizeAllFloat8E4M3FN(const float* values, int64_t count, const float* sc
   MapAll<uint8_t, Float8Code>(values, count, scales, channels, inner, out);
 }
 
-void FakeQuantizeInt8(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) {
-  MapAll<float, FakeInt8>(values, count, scales, channels, inner, values);
+void FakeQuantizeInt8(const float* values, float* out, int64_t count, const float* scales, int64_t channels,
+                      int64_t inner) {
+  MapAll<float, FakeInt8>(values, count, scales, channels, inner, out);
 }
 
-void FakeQuantizeFloat8E4M3FN(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) {
-  MapAll<float, FakeFloat8>(values, count, scales, channels, inner, values);
+void FakeQuantizeFloat8E4M3FN(const float* values, float* out, int64_t count, const float* scales, int64_t channels,
+                              int64_t inner) {
+  MapAll<float, FakeFloat8>(values, count, scales, channels, inner, out);
 }
 
 }  // namespace ptqkit

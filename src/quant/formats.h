@@ -53,8 +53,10 @@ struct QuantFormat {
   // the low nibble), and back. REQUIRES: scale > 0 and finite.
   uint8_t (*quantize)(float x, float scale) = nullptr;
   float (*dequantize)(uint8_t bits, float scale) = nullptr;
-  // Both at once over a tensor, in place (numerics.h FakeQuantize*); nullptr for 4-bit formats.
-  void (*fake_quantize)(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner) = nullptr;
+  // Both at once over a tensor, into `out` (may be `values`: numerics.h FakeQuantize*); nullptr for
+  // 4-bit formats.
+  void (*fake_quantize)(const float* values, float* out, int64_t count, const float* scales, int64_t channels,
+                        int64_t inner) = nullptr;
   // `quantize` over a tensor into `out` (numerics.h QuantizeAll*); nullptr for 4-bit formats.
   void (*quantize_all)(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
                        uint8_t* out) = nullptr;

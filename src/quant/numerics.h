@@ -51,13 +51,15 @@ uint8_t QuantizeFloat8E4M3FN(float x, float scale);
 // even): the FP8 grid as calibration's MSE search sees it (calib::Grid::nearest).
 double NearestFloat8E4M3FN(double y);
 
-// Quantize-then-dequantize in place, the values a constant weight's Q -> DQ pair hands its
-// consumer: values[i] = Dequantize(Quantize(values[i], s), s) with s = scales[(i / inner) % channels]
-// (channels = 1: one scale). Faster paths than the per-value functions above, equal to them
-// element for element (NaN included). They assume the default rounding mode (to nearest).
-// REQUIRES: every scale > 0 and finite; values holds `count` floats.
-void FakeQuantizeInt8(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
-void FakeQuantizeFloat8E4M3FN(float* values, int64_t count, const float* scales, int64_t channels, int64_t inner);
+// Quantize-then-dequantize, the values a constant weight's Q -> DQ pair hands its consumer:
+// out[i] = Dequantize(Quantize(values[i], s), s) with s = scales[(i / inner) % channels]
+// (channels = 1: one scale); `out` may be `values` (in place). Faster paths than the per-value
+// functions above, equal to them element for element (NaN included). They assume the default
+// rounding mode (to nearest). REQUIRES: every scale > 0 and finite; values and out hold `count` floats.
+void FakeQuantizeInt8(const float* values, float* out, int64_t count, const float* scales, int64_t channels,
+                      int64_t inner);
+void FakeQuantizeFloat8E4M3FN(const float* values, float* out, int64_t count, const float* scales, int64_t channels,
+                              int64_t inner);
 // The stored bits alone, out[i] = Quantize(values[i], s) (QuantizeInt8's as a byte,
 // QuantizeFloat8E4M3FN), with the same channel rule, equal element for element.
 void QuantizeAllInt8(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,

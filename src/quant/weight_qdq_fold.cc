@@ -185,7 +185,7 @@ class Folder {
     onnx::TensorProto* w = site.weight;
     const auto channels = static_cast<int64_t>(site.scales.size());
     const auto fake = [&](float* values) {
-      site.format->fake_quantize(values, site.count, site.scales.data(), channels, site.inner);
+      site.format->fake_quantize(values, values, site.count, site.scales.data(), channels, site.inner);
     };
     if (!w->has_raw_data()) {  // float_data: a repeated float field, contiguous and aligned
       fake(w->mutable_float_data()->mutable_data());

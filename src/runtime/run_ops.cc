@@ -4,7 +4,6 @@
 #include <onnxruntime_lite_custom_op.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,8 +15,6 @@
 namespace ptqkit {
 namespace {
 
-// Values fake-quantized per task: a block that stays in cache between the copy and the rounding.
-constexpr int64_t kBlockValues = 16 * 1024;
 // Below this many values a weight is done on the calling thread.
 constexpr int64_t kThreadedAbove = 1 << 20;
 
@@ -47,23 +44,17 @@ struct FakeQuantizeWeightKernel {
     const float* in = w.Data();
     float* result = out.Allocate(shape);
     const float* scales = scale.Data();
-    // A block starts at a multiple of channels * inner values, so its first value is channel 0's.
+    // Each half starts at a multiple of channels * inner values, so its first value is channel 0's.
     const int64_t period = channels * inner;
-    const int64_t block = std::max<int64_t>(1, kBlockValues / period) * period;
     const auto run = [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; b += block) {
-        const int64_t n = std::min(block, end - b);
-        std::memcpy(result + b, in + b, static_cast<size_t>(n) * sizeof(float));
-        format_->fake_quantize(result + b, n, scales, channels, inner);
-      }
+      format_->fake_quantize(in + begin, result + begin, end - begin, scales, channels, inner);
     };
-    const int64_t blocks = (count + block - 1) / block;
-    if (count < kThreadedAbove || blocks < 2) {
+    const int64_t half = (count / period / 2) * period;
+    if (count < kThreadedAbove || half == 0) {
       run(0, count);
       return;
     }
     // The weight's own pass is the only work at this point of a sequential run: split it in two.
-    const int64_t half = std::min(count, (blocks / 2) * block);
     std::thread other(run, half, count);
     run(0, half);
     other.join();

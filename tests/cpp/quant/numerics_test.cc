@@ -197,8 +197,11 @@ TEST(NumericsFakeQuantizeTest, EqualsTheScalarRoundTripElementForElement) {
         values.insert(values.end(), probe.begin(), probe.end());
       }
       std::vector<float> int8 = values, fp8 = values;
-      FakeQuantizeInt8(int8.data(), static_cast<int64_t>(values.size()), scales.data(), channels, inner);
-      FakeQuantizeFloat8E4M3FN(fp8.data(), static_cast<int64_t>(values.size()), scales.data(), channels, inner);
+      FakeQuantizeInt8(int8.data(), int8.data(), static_cast<int64_t>(values.size()), scales.data(), channels, inner);
+      std::vector<float> fp8_out(values.size());  // out of place
+      FakeQuantizeFloat8E4M3FN(fp8.data(), fp8_out.data(), static_cast<int64_t>(values.size()), scales.data(), channels,
+                               inner);
+      fp8 = fp8_out;
       for (size_t i = 0; i < values.size(); ++i) {
         const float s = channels > 1 ? scales[(i / inner) % channels] : scales[0];
         const float want8 = DequantizeInt8(QuantizeInt8(values[i], s), s);
