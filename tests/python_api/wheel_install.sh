@@ -7,7 +7,7 @@
 #  - `import ptqkit` next to `import onnx, onnxruntime`, in both orders, and the three used together
 #    in one process (ptqkit quantizes, onnx checks the output, onnxruntime runs it);
 #  - the `ptqkit` command and the Python API write the same bytes as the build tree's binary, on the
-#    README's example model.
+#    README's example model and on the corpus's MiniLM (int64 inputs).
 # Prints the import time. Usage: tests/python_api/wheel_install.sh WHEEL [path/to/ptqkit-binary]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -72,5 +72,28 @@ echo "wheel: import ptqkit took $(( ($(date +%s%N) - start) / 1000000 )) ms (a f
 cmp command.quant.onnx api.quant.onnx
 "$cli" quantize --onnx_path resnet_tiny.onnx --calibration_data_path calib.npy --output_path binary.quant.onnx >/dev/null
 cmp command.quant.onnx binary.quant.onnx
-echo "wheel: the ptqkit command, ptqkit.quantize and $cli wrote the same bytes"
+echo "wheel: the ptqkit command, ptqkit.quantize and $cli wrote the same bytes (README example)"
+
+# A corpus model (scripts/fetch_corpus): MiniLM, int64 token inputs made by the corpus harness.
+minilm="${PTQKIT_CACHE_DIR:-$HOME/.cache/ptqkit}/corpus/minilm/model.onnx"
+"$root/.deps/venv/bin/python" - "$root" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1] + "/tests/corpus")
+import numpy as np
+import corpus
+np.savez("minilm_calib.npz", **corpus.minilm_inputs(32, 0))
+PY
+"$work/venv/bin/ptqkit" quantize --onnx_path "$minilm" --calibration_data_path minilm_calib.npz \
+  --output_path minilm_command.quant.onnx >/dev/null 2>&1
+"$py" - "$minilm" <<'PY'
+import sys
+import numpy as np
+import ptqkit
+ptqkit.quantize(onnx_path=sys.argv[1], calibration_data=np.load("minilm_calib.npz"), output_path="minilm_api.quant.onnx")
+PY
+"$cli" quantize --onnx_path "$minilm" --calibration_data_path minilm_calib.npz \
+  --output_path minilm_binary.quant.onnx >/dev/null 2>&1
+cmp minilm_command.quant.onnx minilm_api.quant.onnx
+cmp minilm_command.quant.onnx minilm_binary.quant.onnx
+echo "wheel: the same three wrote the same bytes for the corpus's MiniLM"
 echo "wheel install: ok"
