@@ -34,6 +34,9 @@ if ldd "$extension" | grep -E "not found|$root"; then echo "wheel: the extension
 if readelf -d "$extension" | grep -E "R(UN)?PATH" | grep -F "$root"; then
   echo "wheel: the extension's RPATH names the build tree" >&2; exit 1
 fi
+# The glibc floor stays at 2.34 (python/src/glibc_floor.cc): no symbol of a newer glibc.
+newer="$(objdump -T "$extension" | grep -o -E 'GLIBC_2\.(3[5-9]|[4-9][0-9])' | sort -u | tr '\n' ' ' || true)"
+[ -z "$newer" ] || { echo "wheel: the extension needs a newer glibc than 2.34: $newer" >&2; exit 1; }
 leaked="$(nm -D --defined-only "$extension" | grep -c -E 'google|protobuf|onnx|re2|fmt' || true)"
 [ "$leaked" = 0 ] || { echo "wheel: the extension exports $leaked protobuf/ONNX/RE2/fmt symbols" >&2; exit 1; }
 
