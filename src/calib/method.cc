@@ -15,6 +15,12 @@ Method ParseMethod(std::string_view name) {
       "unknown --calibration_method '{}' (expected one of: max, entropy, percentile, mse)", name));
 }
 
+void CheckPercentile(double percentile) {
+  if (!(percentile > 0.0 && percentile <= 100.0)) {
+    throw Error(fmt::format("--percentile must be in (0, 100], got {}", percentile));
+  }
+}
+
 std::string MethodName(Method method) {
   switch (method) {
     case Method::kMax:

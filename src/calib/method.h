@@ -26,6 +26,10 @@ struct Grid {
 // Throws ptqkit::Error naming the value and the accepted spellings otherwise.
 Method ParseMethod(std::string_view name);
 
+// Checks a --percentile value up front (quantize and the sensitivity scan take it alike): throws
+// ptqkit::Error "--percentile must be in (0, 100], got X" otherwise.
+void CheckPercentile(double percentile);
+
 // The spelling ParseMethod accepts, e.g. "entropy".
 std::string MethodName(Method method);
 

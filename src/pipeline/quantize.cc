@@ -100,9 +100,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
     throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));
   }
-  if (!(o.percentile > 0.0 && o.percentile <= 100.0)) {
-    throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
-  }
+  calib::CheckPercentile(o.percentile);
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
   if (o.intra_op_num_threads < 0) {
     throw Error(fmt::format("--intra_op_num_threads must be 0 (ONNX Runtime's default) or more, got {}",
@@ -240,18 +238,17 @@ void CalibrateOnData(const QuantizeOptions& o, calib::Method method, PreparedMod
   report->batch_size = request.batch_size;
 }
 
-// The ranges: from a calibration table, from TensorRT's cache when it has every scale, else from
-// the data (CalibrateOnData).
+// The ranges: from a calibration table, from TensorRT's cache when it has every scale
+// (`every_scale_cached`), else from the data (CalibrateOnData).
 Calibration Calibrate(const QuantizeOptions& o, calib::Method method, PreparedModel& prepared, CanonicalForm* canonical,
-                      std::unique_ptr<ModelPlacement>* plan, int64_t trt_uncached, bool trt_cache,
-                      QuantizeReport* report) {
+                      std::unique_ptr<ModelPlacement>* plan, bool every_scale_cached, QuantizeReport* report) {
   const auto start = Clock::now();
   Calibration c;
   if (!o.calibration_cache.empty()) {
     c.table = calib::CalibrationTable::Load(o.calibration_cache);
     report->calibration_from_cache = true;
     log::Info("calibration cache: no data to measure channel statistics with, so no bias correction or smoothing");
-  } else if (trt_cache && trt_uncached == 0) {
+  } else if (every_scale_cached) {
     report->calibration_from_cache = true;
     log::Info("every scale comes from --calibration_cache_path: no data is read, so no bias correction or smoothing");
   } else {
@@ -413,7 +410,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
 
   int64_t trt_uncached = 0;
   const std::map<std::string, float> trt_scales = ReadTrtScales(o, *plan, &trt_uncached);
-  Calibration c = Calibrate(o, method, prepared, &canonical, &plan, trt_uncached, !trt_scales.empty(), &report);
+  Calibration c = Calibrate(o, method, prepared, &canonical, &plan, !trt_scales.empty() && trt_uncached == 0, &report);
   const Reference reference = HeldOutReference(o, model, c);
 
   for (const auto& [tensor, why] : c.drops) plan->DropTensor(tensor, why);

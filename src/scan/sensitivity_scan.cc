@@ -43,9 +43,7 @@ void CheckOptions(const SensitivityOptions& o) {
   }
   TargetFormat(o);  // throws naming the accepted precisions
   calib::ParseMethod(o.calibration_method);  // every int8/fp8 method; throws naming the accepted ones
-  if (!(o.percentile > 0.0 && o.percentile <= 100.0)) {
-    throw Error(fmt::format("--percentile must be in (0, 100], got {}", o.percentile));
-  }
+  calib::CheckPercentile(o.percentile);
   if (o.num_calib_samples < 1) throw Error("--num_calib_samples must be at least 1");
   if (o.activation_cache_limit_mb < 0) throw Error("--activation_cache_limit_mb must be 0 or more");
   if (o.calibration_batch_size < 0) throw Error("--calibration_batch_size must be positive");
