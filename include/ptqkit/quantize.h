@@ -52,9 +52,9 @@ struct QuantizeOptions {
   bool dq_only = false;
 
   // The runtime the output is for. "trt" (default): TensorRT's explicit-quantization patterns.
-  // "ort_cpu": the same placement in the form ONNX Runtime's CPU graph optimizations handle as
-  // intended — no Relu/Clip directly before an FP8 QuantizeLinear (quant/qdq_rewrite.h,
-  // activation_after_dq), because its Relu/Clip + QuantizeLinear rewrites misread FP8 zero points.
+  // "ort_cpu": today the same file as "trt" (kept for scripts of earlier versions, which moved
+  // Relu/Clip after FP8 DQs for ONNX Runtime): FP8 Q/DQ without zero points is a form both
+  // runtimes compute as written (quant/formats.h zero_point_free).
   std::string target_runtime = "trt";
   // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
   // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
@@ -226,9 +226,6 @@ struct QuantizeReport {
   int smoothed_matmul_inputs = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
   WeightRoundingReport weight_rounding;
-  // Relu/Clip -> FP8 QuantizeLinear pairs in the written model (TensorRT form): ONNX Runtime's
-  // default optimization level computes them wrongly, its basic level as written.
-  int fp8_clamp_quantize_pairs = 0;
   // --canonicalize: what was folded before placement, and the largest absolute difference of any
   // graph output between the model as given and as folded, on `canonical_checked_samples`
   // calibration samples (FP32 both, ONNX Runtime basic level). -1: not measured.

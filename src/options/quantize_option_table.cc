@@ -36,11 +36,11 @@ std::vector<OptionSpec> BuildTable() {
                    "Output model (default: <model>.quant.onnx beside the input)")
                   .Metavar("O").Path().DefaultDoc("`<M's stem>.quant.onnx` beside M").Details(R"(written to a temporary file in O's folder, then renamed)"));
   t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 (int4: weight-only MatMul/Gemm)")
-                  .Choices({"int8", "fp8", "int4"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, opset raised to 19) or `int4`: weight-only, the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a packed INT4 initializer + blocked `DequantizeLinear` (opset raised to 21, IR ≥ 10); activations stay float. The other options below that name int4 apply; node/op-type selectors apply too.)"));
+                  .Choices({"int8", "fp8", "int4"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, Q/DQ without zero points, opset raised to 21) or `int4`: weight-only, the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a packed INT4 initializer + blocked `DequantizeLinear` (opset raised to 21, IR ≥ 10); activations stay float. The other options below that name int4 apply; node/op-type selectors apply too.)"));
   t.push_back(Text("opset", nullptr, "Opset of the output model (raised further when the mode needs it)")
                   .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().Commands(kBoth).DefaultDoc("the model's, raised to the mode's minimum")
                   .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
-                           "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 19, "
+                           "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 21, "
                            "int4: 21) it is raised to that, with a warning; below the model's own opset the model's is "
                            "kept, with a warning (as ModelOpt does)."));
   t.push_back(Text("override_shapes", nullptr, "Make input shapes static in the output model, e.g. input:1x3x224x224")
@@ -198,9 +198,9 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Flag("dq_only", &QuantizeOptions::dq_only, "Store weights as INT8 initializers with DequantizeLinear only")
                   .Details(R"(store weights as INT8/FP8 initializers + DequantizeLinear (default: FP32 weights + Q→DQ))"));
   t.push_back(Text("target_runtime", &QuantizeOptions::target_runtime,
-                   "trt | ort_cpu: the runtime the output is for (ort_cpu: FP8 Q/DQ in the form ONNX Runtime's CPU "
-                   "optimizations compute correctly)")
-                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` (TensorRT's Q/DQ form) or `ort_cpu` (no Relu/Clip → FP8 QuantizeLinear pair, which ONNX Runtime's default optimizations miscompute); see "Outputs for ONNX Runtime on CPU")"));
+                   "trt | ort_cpu: the runtime the output is for (both get the same file today: one Q/DQ form that "
+                   "TensorRT and every ONNX Runtime optimization level compute as written)")
+                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` or `ort_cpu`; kept so that scripts written for earlier versions run. Both write the same file: FP8 Q/DQ carry no zero point (the QuantizeLinear names FLOAT8E4M3FN in `output_dtype`), the form ONNX Runtime's default-level rewrites leave alone and TensorRT's parser reads as the same explicit quantization; see "Outputs for ONNX Runtime on CPU")"));
   t.push_back(Flag("reduce_range", &QuantizeOptions::reduce_range,
                    "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)")
                   .Details(R"(int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI)"));

@@ -20,7 +20,6 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& fo
   RewriteOptions rewrite;
   rewrite.dq_only = o.dq_only;
   rewrite.format = &format;
-  rewrite.activation_after_dq = format.ort_cpu_fusions_unsafe && o.target_runtime == "ort_cpu";
   rewrite.reduce_range = o.reduce_range;
   return rewrite;
 }

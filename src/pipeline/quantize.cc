@@ -34,7 +34,6 @@
 #include "ptqkit/error.h"
 #include "quant/formats.h"
 #include "quant/model_placement.h"
-#include "quant/ort_level_hazards.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/weight_qdq_fold.h"
 
@@ -433,7 +432,6 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.qdq_pairs = stats.qdq_pairs;
   CheckSomethingQuantized(o, stats, chosen, report);
   ConvertPrecision(&model, o, &report);
-  report.fp8_clamp_quantize_pairs = CountFp8ClampQuantizePairs(model.graph());
   // Written (not yet visible) before the loss report, which may fold the weights in place.
   StagedOutput output(&model, o, report.output_path);
   ReportLoss(o, &model, c, reference, eval_runtime, amax, format, &report);

@@ -149,13 +149,6 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   AppendBudget(out, r.accuracy_budget);
   AppendAutotune(out, r.autotune);
   AppendLoss(out, r.loss, r.total_seconds);
-  if (r.fp8_clamp_quantize_pairs > 0) {
-    fmt::format_to(it,
-                   "ONNX Runtime: validate this TensorRT-form FP8 file at ORT_ENABLE_BASIC (ptqkit's loss report runs "
-                   "there); the default level rewrites its {} Relu/Clip -> FP8 QuantizeLinear pair(s) wrongly "
-                   "(--target_runtime ort_cpu writes a form that level computes as written)\n",
-                   r.fp8_clamp_quantize_pairs);
-  }
   fmt::format_to(it, "total: {:.3f} s\n", r.total_seconds);
   return out;
 }

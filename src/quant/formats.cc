@@ -46,7 +46,7 @@ const QuantFormat kFp8 = {
     .name = "fp8",
     .storage_type = onnx::TensorProto_DataType_FLOAT8E4M3FN,
     .zero_point_storage_type = onnx::TensorProto_DataType_FLOAT8E4M3FN,
-    .min_opset = 19,  // FLOAT8E4M3FN Q/DQ
+    .min_opset = 21,  // FLOAT8E4M3FN Q/DQ from 19; a QuantizeLinear's output_dtype (zero_point_free) from 21
     .values_per_byte = 1,
     .qmin = -kFloat8E4M3FNMax,
     .qmax = kFloat8E4M3FNMax,
@@ -59,6 +59,7 @@ const QuantFormat kFp8 = {
                   .min_conv_channels = 17,
                   .max_conv_kernel_volume = 32,
                   .quantize_neighbours = false},
+    .zero_point_free = true,
     .ort_cpu_fusions_unsafe = true,
 };
 

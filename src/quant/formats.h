@@ -61,9 +61,16 @@ struct QuantFormat {
   void (*quantize_all)(const float* values, int64_t count, const float* scales, int64_t channels, int64_t inner,
                        uint8_t* out) = nullptr;
   PlacementProfile placement;
-  // ONNX Runtime CPU's Q/DQ fusions mis-handle this format (DESIGN.md "Numerics"): with
-  // --target_runtime ort_cpu a Relu/Clip is moved after the DQ, and sensitivity probes run with
-  // basic optimizations only.
+  // Q/DQ pairs carry no zero point: the QuantizeLinear names the storage type with its output_dtype
+  // attribute (opset 21, so min_opset is at least 21). Why FP8: ONNX Runtime's default level has
+  // rules that read a QuantizeLinear's zero point as an integer one: ReluQuantRewrite drops a Relu
+  // before an FP8 Q (as if FP8 clamped negatives) and ClipQuantRewrite throws on an FP8 zero point.
+  // Both match only a Q with three inputs. TensorRT's parser builds the same Quantize/Dequantize
+  // layers either way (it never gives an FP8 layer a zero-point input). DESIGN.md "Numerics".
+  bool zero_point_free = false;
+  // ptqkit's own sessions run models of this format at ONNX Runtime's basic level (sensitivity
+  // probes, budget candidates, the loss report): the ONNX Runtime bundled with ptqkit (1.30)
+  // builds integer-only fusions on FP8 Q/DQ at its default level.
   bool ort_cpu_fusions_unsafe = false;
 };
 

@@ -35,7 +35,6 @@ class Rewriter {
     for (const auto& [use, name] : rewires) graph_->mutable_node(use.node)->set_input(use.input, name);
     editor_.Splice();
     if (options_.dq_only) DropUnusedWeights(plan);
-    DropUnreadClamps();
     return stats_;
   }
 
@@ -65,11 +64,28 @@ class Rewriter {
                      std::string(channels, '\0'));
   }
 
-  // A Q or DQ node; `inputs` are (x, scale, zero point); axis -1: per tensor.
-  static onnx::NodeProto MakeNode(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
-                                  const std::string& output, int axis) {
-    if (axis < 0) return GraphEditor::MakeNode(op, name, inputs, output);
-    return GraphEditor::MakeNode(op, name, inputs, output, {{"axis", axis}});
+  // A Q or DQ node; `inputs` are (x, scale[, zero point]); axis -1: per tensor. A format without
+  // zero points names its storage type on the QuantizeLinear (output_dtype, opset 21).
+  onnx::NodeProto MakeNode(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                           const std::string& output, int axis) const {
+    std::vector<std::pair<std::string, int64_t>> attributes;
+    if (axis >= 0) attributes.emplace_back("axis", axis);
+    if (format_.zero_point_free && op == "QuantizeLinear") attributes.emplace_back("output_dtype", format_.storage_type);
+    return GraphEditor::MakeNode(op, name, inputs, output, attributes);
+  }
+
+  // (x, scale, zero point), or (x, scale) for a format without zero points.
+  std::vector<std::string> QdqInputs(const std::string& x, const std::string& scale, const std::string& zero_point) const {
+    if (format_.zero_point_free) return {x, scale};
+    return {x, scale, zero_point};
+  }
+
+  // A fresh zero-point initializer for `base` (empty name: the format has none).
+  std::string ZeroPointFor(const std::string& base, size_t channels, bool scalar) {
+    if (format_.zero_point_free) return "";
+    const std::string zp = Fresh(base + "_zero_point");
+    AddZeroPoint(zp, channels, scalar);
+    return zp;
   }
 
   // Q -> DQ on `source` with the given scale and zero-point initializers; returns the DQ output.
@@ -77,8 +93,10 @@ class Rewriter {
                       const std::string& zero_point, int axis, int before) {
     const std::string q_out = Fresh(base + "_QuantizeLinear_Output");
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    editor_.InsertBefore(before, MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"), {source, scale, zero_point}, q_out, axis));
-    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {q_out, scale, zero_point}, dq_out, axis));
+    editor_.InsertBefore(before, MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"),
+                                          QdqInputs(source, scale, zero_point), q_out, axis));
+    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"),
+                                          QdqInputs(q_out, scale, zero_point), dq_out, axis));
     ++stats_.qdq_pairs;
     return dq_out;
   }
@@ -87,25 +105,8 @@ class Rewriter {
     auto it = amax.find(q.tensor);
     if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
     const std::string scale = Fresh(q.tensor + "_scale");
-    const std::string zp = Fresh(q.tensor + "_zero_point");
     AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
-    AddZeroPoint(zp, 1, true);
-    const int producer = index_.Producer(q.tensor);
-    if (options_.activation_after_dq && producer >= 0) {
-      const onnx::NodeProto& clamp = graph_->node(producer);
-      if ((clamp.op_type() == "Relu" || clamp.op_type() == "Clip") && clamp.domain().empty() && clamp.input_size() >= 1) {
-        const std::string dq_out = AddPair(q.tensor, clamp.input(0), scale, zp, -1, FirstUse(q));
-        onnx::NodeProto copy = clamp;
-        copy.set_name(Fresh(clamp.name() + "_after_DequantizeLinear"));
-        copy.set_input(0, dq_out);
-        copy.clear_output();
-        copy.add_output(Fresh(q.tensor + "_after_DequantizeLinear"));
-        const std::string out = copy.output(0);
-        editor_.InsertBefore(FirstUse(q), std::move(copy));
-        moved_clamps_.insert(clamp.name());
-        return out;
-      }
-    }
+    const std::string zp = ZeroPointFor(q.tensor, 1, true);
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
@@ -125,16 +126,16 @@ class Rewriter {
     }
     const std::string base = q.tensor;
     const std::string scale = Fresh(base + "_scale");
-    const std::string zp = Fresh(base + "_zero_point");
     AddFloatInit(scale, scales, q.axis < 0);
-    AddZeroPoint(zp, scales.size(), q.axis < 0);
+    const std::string zp = ZeroPointFor(base, scales.size(), q.axis < 0);
     ++stats_.weight_tensors;
     const int before = FirstUse(q);
     if (!options_.dq_only) return AddPair(base, q.tensor, scale, zp, q.axis, before);
     const std::string qname = Fresh(base + "_quantized");
     AddQuantizedInit(qname, shape, QuantizeWeight(values, shape, q.axis, scales));
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"), {qname, scale, zp}, dq_out, q.axis));
+    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"),
+                                          QdqInputs(qname, scale, zp), dq_out, q.axis));
     ++stats_.qdq_pairs;
     return dq_out;
   }
@@ -161,21 +162,6 @@ class Rewriter {
     return bytes;
   }
 
-  // A Relu/Clip whose every reader now reads its copy after the DQ (activation_after_dq) is dead.
-  void DropUnreadClamps() {
-    if (moved_clamps_.empty()) return;
-    std::set<std::string> used;
-    onnxio::AddNodeReads(*graph_, &used);
-    for (const auto& o : graph_->output()) used.insert(o.name());
-    auto* nodes = graph_->mutable_node();
-    nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
-                                [&](const onnx::NodeProto& n) {
-                                  return moved_clamps_.count(n.name()) > 0 && n.output_size() == 1 &&
-                                         used.count(n.output(0)) == 0;
-                                }),
-                 nodes->end());
-  }
-
   // With dq_only the float weights are replaced by quantized copies; the originals that nothing
   // reads any more go (placement never plans a weight that is also a graph input: WhyNotReplaceable).
   void DropUnusedWeights(const Placement& plan) {
@@ -193,7 +179,6 @@ class Rewriter {
   const QuantFormat& format_;
   float qmax_;
   float weight_qmax_;  // qmax_, or the reduced range (63 for INT8) with reduce_range
-  std::set<std::string> moved_clamps_;  // Relu/Clip nodes copied after a DQ (activation_after_dq)
   RewriteStats stats_;
 };
 

@@ -1,7 +1,8 @@
 // QdqRewriter: turns a Placement plus scales into graph edits — a QuantizeLinear/DequantizeLinear
 // pair per planned tensor (one pair shared by all its uses), consumers rewired to the DQ output.
 //
-// Activations: per-tensor scale amax/qmax (127 for INT8, 448 for FP8: quant/formats.h), zero point 0.
+// Activations: per-tensor scale amax/qmax (127 for INT8, 448 for FP8: quant/formats.h), zero point 0
+// (none at all for a format with zero_point_free: FP8).
 // Weights: per-channel scales from the weight's own absmax; kept as FP32 initializer + Q -> DQ, or
 // with dq_only stored quantized as an initializer + DQ (the FP32 copy is dropped when nothing else reads it).
 // Bias inputs are never touched. New nodes are placed just before their first consumer, so the
@@ -21,21 +22,14 @@ namespace ptqkit {
 
 struct RewriteOptions {
   bool dq_only = false;
-  // scale = amax / format->qmax, zero points of format->storage_type (INT8: amax/127; FP8:
-  // amax/448, the whole E4M3FN grid, not ModelOpt's amax*448/127^2). REQUIRES: the model's opset
-  // is at least format->min_opset; a format with activations (not placement.weight_only).
+  // scale = amax / format->qmax (INT8: amax/127; FP8: amax/448, the whole E4M3FN grid, not
+  // ModelOpt's amax*448/127^2), zero points of format->storage_type unless the format is
+  // zero_point_free. REQUIRES: the model's opset is at least format->min_opset; a format with
+  // activations (not placement.weight_only).
   const QuantFormat* format = &FindFormat("int8", "--quantize_mode");
   // Names new tensors must also avoid, when the graph rewritten is a part of a larger one (the
   // sensitivity scan rewrites a copy without most initializers).
   const std::set<std::string>* reserved_names = nullptr;
-  // For ONNX Runtime: an activation produced by Relu or Clip is quantized on the Relu/Clip's input
-  // and a copy of the Relu/Clip follows the DQ (x -> Q -> DQ -> Relu -> consumers), with the scale
-  // of the Relu/Clip output. Same values (Q is monotonic and maps 0 to 0, so clamping after the
-  // DQ gives what clamping before the Q gave; a Clip bound may land on its exact value instead of
-  // the grid point next to it), but no Relu/Clip -> QuantizeLinear pair is left for ONNX
-  // Runtime's ReluQuantRewrite/ClipQuantRewrite, which read an FP8 zero point as an integer one
-  // (the Relu is dropped; the Clip rule throws).
-  bool activation_after_dq = false;
   // Weights use format->reduced_range_qmax when it is set: INT8 weights use 7 bits ([-63, 63],
   // scale = amax/63), as ONNX Runtime's own quantizer does
   // with reduce_range: its u8s8 kernels on x86 CPUs without VNNI sum pairs of u8*s8 products in

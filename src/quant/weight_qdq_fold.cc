@@ -50,18 +50,27 @@ GraphReads CountReads(const onnx::GraphProto& g) {
   return reads;
 }
 
-// The axis attribute (default 1, as ONNX), or false when the node has any other attribute.
-bool OnlyAxis(const onnx::NodeProto& n, int64_t* axis) {
+// The axis attribute (default 1, as ONNX) and output_dtype (0 when absent), or false when the node
+// has any other attribute.
+bool OnlyAxisAndType(const onnx::NodeProto& n, int64_t* axis, int64_t* output_dtype) {
   *axis = 1;
+  *output_dtype = 0;
   for (const auto& a : n.attribute()) {
-    if (a.name() != "axis") return false;
-    *axis = a.i();
+    if (a.name() == "axis") {
+      *axis = a.i();
+    } else if (a.name() == "output_dtype") {
+      *output_dtype = a.i();
+    } else {
+      return false;
+    }
   }
   return true;
 }
 
+// A Q or DQ with (x, scale, zero point), or (x, scale) as a zero_point_free format writes it.
 bool IsNode(const onnx::NodeProto& n, const char* op) {
-  return n.op_type() == op && n.domain().empty() && n.input_size() == 3 && n.output_size() == 1;
+  return n.op_type() == op && n.domain().empty() && (n.input_size() == 2 || n.input_size() == 3) &&
+         n.output_size() == 1;
 }
 
 // A Q -> DQ pair that can be folded, with what folding it needs.
@@ -139,15 +148,20 @@ class Folder {
 
   // The pair as a FoldSite when it is exactly the pattern the header describes.
   std::optional<FoldSite> Match(const onnx::NodeProto& q, const onnx::NodeProto& dq) const {
-    int64_t q_axis = 0, dq_axis = 0;
-    if (!OnlyAxis(q, &q_axis) || !OnlyAxis(dq, &dq_axis) || q_axis != dq_axis) return std::nullopt;
-    if (q.input(1) != dq.input(1) || q.input(2) != dq.input(2)) return std::nullopt;
+    int64_t q_axis = 0, dq_axis = 0, q_type = 0, dq_type = 0;
+    if (!OnlyAxisAndType(q, &q_axis, &q_type) || !OnlyAxisAndType(dq, &dq_axis, &dq_type) || q_axis != dq_axis ||
+        dq_type != 0) {
+      return std::nullopt;
+    }
+    if (q.input_size() != dq.input_size() || q.input(1) != dq.input(1)) return std::nullopt;
+    const bool has_zero_point = q.input_size() == 3;
+    if (has_zero_point && q.input(2) != dq.input(2)) return std::nullopt;
     if (reads_.SoleReader(q.input(0)) < 0) return std::nullopt;
     if (reads_.elsewhere.count(dq.output(0))) return std::nullopt;  // a graph output keeps its name
     onnx::TensorProto* w = Init(q.input(0));
     const onnx::TensorProto* scale = Init(q.input(1));
-    const onnx::TensorProto* zero = Init(q.input(2));
-    if (!w || !scale || !zero) return std::nullopt;
+    const onnx::TensorProto* zero = has_zero_point ? Init(q.input(2)) : nullptr;
+    if (!w || !scale || (has_zero_point && !zero)) return std::nullopt;
     // A placeholder (external data marker, no bytes) is read at run time, from the weight it stands for.
     const bool placeholder = w->external_data_size() > 0;
     if (w->data_type() != onnx::TensorProto::FLOAT || (placeholder && into_ == FoldInto::kWeight)) return std::nullopt;
@@ -156,12 +170,19 @@ class Folder {
     }
     FoldSite site;
     site.weight = w;
-    site.format = zero->has_raw_data() ? ByteFormatOfType(zero->data_type()) : nullptr;
-    const std::string& z = zero->raw_data();
-    if (!site.format || std::any_of(z.begin(), z.end(), [](char c) { return c != 0; })) return std::nullopt;
+    if (has_zero_point) {
+      const std::string& z = zero->raw_data();
+      site.format = zero->has_raw_data() ? ByteFormatOfType(zero->data_type()) : nullptr;
+      if (!site.format || (q_type != 0 && q_type != zero->data_type())) return std::nullopt;
+      if (std::any_of(z.begin(), z.end(), [](char c) { return c != 0; })) return std::nullopt;
+      if (z.size() != scale->raw_data().size() / sizeof(float)) return std::nullopt;
+    } else {
+      site.format = ByteFormatOfType(static_cast<int32_t>(q_type));  // no output_dtype: UINT8, not ours
+      if (!site.format) return std::nullopt;
+    }
     site.scales.resize(scale->raw_data().size() / sizeof(float));
     std::memcpy(site.scales.data(), scale->raw_data().data(), site.scales.size() * sizeof(float));
-    if (z.size() != site.scales.size() || (scale->dims_size() == 0 && site.scales.size() != 1)) return std::nullopt;
+    if (scale->dims_size() == 0 && site.scales.size() != 1) return std::nullopt;
     const int64_t rank = w->dims_size();
     const int64_t axis = q_axis < 0 ? q_axis + rank : q_axis;
     if (scale->dims_size() == 1 &&

@@ -11,9 +11,11 @@
 //
 // The model is edited in place and loses its FP32 weights: fold only a model that has been saved
 // (or copied) already. Only the unambiguous pattern is folded: a float32 main-graph initializer
-// with raw data, read only by one QuantizeLinear (no attributes but axis) whose output only one
-// DequantizeLinear reads, with the same scale (float32 initializer, scalar or one per channel) and
-// an all-zero zero-point initializer of an 8-bit format's type. Everything else is left as it is.
+// with raw data, read only by one QuantizeLinear (no attributes but axis and output_dtype) whose
+// output only one DequantizeLinear reads, with the same scale (float32 initializer, scalar or one
+// per channel) and either an all-zero zero-point initializer of an 8-bit format's type or no zero
+// point and that type in the Q's output_dtype (quant/formats.h zero_point_free). Everything else is
+// left as it is.
 // Not thread-safe.
 #pragma once
 
@@ -33,9 +35,9 @@ int FoldWeightQdq(onnx::ModelProto* model);
 int FoldWeightQdqForSession(onnx::ModelProto* model);
 
 // The operator ptqkit's own sessions run (runtime/run_ops.h) and no written model ever holds:
-// FakeQuantizeWeight(W, scale) with attributes axis and element_type (the zero point's ONNX type)
-// computes what QuantizeLinear -> DequantizeLinear with an all-zero zero point of that type make of
-// W, in one pass over W.
+// FakeQuantizeWeight(W, scale) with attributes axis and element_type (the quantized ONNX type)
+// computes what QuantizeLinear -> DequantizeLinear to that type with a zero point of 0 make of W,
+// in one pass over W.
 inline constexpr char kRunOpsDomain[] = "ai.ptqkit.run";
 inline constexpr char kFakeQuantizeWeightOp[] = "FakeQuantizeWeight";
 

@@ -7,13 +7,13 @@ held-out inputs above the thresholds below, at both optimization levels.
 
 A missing model FAILS (run scripts/fetch_corpus); nothing here is skipped.
 
-Every model is quantized three ways: int8 and fp8 for TensorRT (the default output) and fp8 with
-`--target_runtime ort_cpu`. Besides the task metric vs FP32, test_default_level_matches_basic runs each
-output at ONNX Runtime's default level against its own basic-level (fake-quant) output (issue 9 item 3).
+Every model is quantized two ways: int8 and fp8 (one file serves TensorRT and ONNX Runtime; FP8 Q/DQ carry
+no zero point, issue 23). Besides the task metric vs FP32, test_default_level_matches_basic runs each output
+at ONNX Runtime's default level against its own basic-level (fake-quant) output (issue 9 item 3).
 
 Thresholds: set slightly below what `max` achieves on main at 12c6fba at ORT_ENABLE_BASIC (fake-quant;
 measured with bench/corpus_accuracy.py, table in bench/README.md); the default level must reach the
-same bound, except the TensorRT-form FP8 cases in DEFAULT_LEVEL_BROKEN (strict xfail). Where `max`
+same bound. Where `max`
 failed on main (model refused), the threshold is what max achieves on the model converted to opset 13
 by onnx.version_converter, i.e. what the fixed ptqkit must reach on the original model.
 """
@@ -86,28 +86,15 @@ def _deployed_extra(mode, basic):
     return ("--reduce_range",) if mode == "int8" and not basic and SATURATING_INT8 else ()
 
 
-# (mode, target runtime) pairs every model is quantized in. "trt" is the default output (TensorRT's
-# pattern); "ort_cpu" is `--target_runtime ort_cpu` (no Relu/Clip -> FP8 QuantizeLinear pair: the Q/DQ
-# sits on the Relu/Clip input and a copy of the Relu/Clip follows the DQ).
-OUTPUTS = [("int8", "trt"), ("fp8", "trt"), ("fp8", "ort_cpu")]
-
-# The TensorRT-form FP8 outputs that ONNX Runtime's default optimization level computes wrongly: its
-# ReluQuantRewrite drops a Relu in front of a QuantizeLinear with an FP8 zero point, ClipQuantRewrite
-# throws on one (the same files are right at ORT_ENABLE_BASIC). `--target_runtime ort_cpu` is the fix
-# for ONNX Runtime users; these stay strict xfails so that a fixed ONNX Runtime flips them.
-DEFAULT_LEVEL_BROKEN = {("ocr_det", "fp8", "trt"), ("ocr_rec", "fp8", "trt"), ("ocr_cls", "fp8", "trt"),
-                        ("silero_vad", "fp8", "trt"), ("efficientnet_lite0", "fp8", "trt")}
-# (orientation's FP8 TensorRT form left this set on 2026-12-05: its HardSwish, written out with a Clip, is one
-# operator after --canonicalize, so no Clip -> QuantizeLinear is left for ONNX Runtime to rewrite.)
-_BROKEN = pytest.mark.xfail(strict=True, reason="ONNX Runtime's Relu/Clip+QuantizeLinear rewrites misread FP8 "
-                                                "zero points (use --target_runtime ort_cpu)")
+# (mode, target runtime) pairs every model is quantized in. `--target_runtime ort_cpu` writes the same
+# file as the default "trt" since FP8 Q/DQ lost their zero points (a Python test checks the bytes).
+OUTPUTS = [("int8", "trt"), ("fp8", "trt")]
 
 CASES = []
 for _m in corpus.MODELS:
     for _mode, _target in OUTPUTS:
         for _basic in (True, False):
-            broken = not _basic and (_m.name, _mode, _target) in DEFAULT_LEVEL_BROKEN
-            CASES.append(pytest.param(_m.name, _mode, _target, _basic, marks=[_BROKEN] if broken else [],
+            CASES.append(pytest.param(_m.name, _mode, _target, _basic,
                                       id=f"{_m.name}-{_mode}-{_target}-{'basic' if _basic else 'default'}"))
 
 # How closely the default level's output must follow the basic level's (fake-quant) output of the
@@ -135,8 +122,7 @@ AGREEMENT = {
     "layout_det": {"box_recall": ("min", 0.93), "box_precision": ("min", 0.93)},
 }
 AGREEMENT_CASES = [
-    pytest.param(_m.name, _mode, _target, id=f"{_m.name}-{_mode}-{_target}",
-                 marks=[_BROKEN] if (_m.name, _mode, _target) in DEFAULT_LEVEL_BROKEN else [])
+    pytest.param(_m.name, _mode, _target, id=f"{_m.name}-{_mode}-{_target}")
     for _m in corpus.MODELS for _mode, _target in OUTPUTS]
 
 _QUANTIZED = {}  # (name, mode, target) -> quantized model path: each is quantized once for all tests
@@ -175,11 +161,10 @@ def _quantize(name, mode, target, ptqkit, tmp_path_factory, extra=()):
     assert n["top"] + n["sub"] > 0, f"{name}: no QuantizeLinear/DequantizeLinear in the output"
     if name == "silero_vad":
         assert n["sub"] > 0, "silero_vad: no Q/DQ inside the If branches, where its network lives"
-    if target == "ort_cpu" and mode == "fp8":
-        nodes = _all_nodes(onnx.load(str(out)))
-        producer = {o: n.op_type for n in nodes for o in n.output}
-        clamped = [n.name for n in nodes if n.op_type == "QuantizeLinear" and producer.get(n.input[0]) in ("Relu", "Clip")]
-        assert not clamped, f"{name}: ort_cpu FP8 output still has Relu/Clip -> QuantizeLinear: {clamped[:3]}"
+    if mode == "fp8":  # no zero points: what keeps ONNX Runtime's Relu/Clip + Q rewrites off FP8
+        qdq = [n for n in _all_nodes(onnx.load(str(out))) if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+        with_zero_point = [n.name for n in qdq if len(n.input) > 2]
+        assert not with_zero_point, f"{name}: FP8 Q/DQ with a zero point: {with_zero_point[:3]}"
     _QUANTIZED[key] = out
     return out
 

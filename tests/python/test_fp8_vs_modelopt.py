@@ -63,10 +63,9 @@ def modelopt_scaling(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     inits = {t.name: t for t in m.graph.initializer}
     scales = set()
     for n in m.graph.node:
-        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and len(n.input) > 2:
-            zp = inits.get(n.input[2])
-            if zp is not None and zp.data_type == FLOAT8E4M3FN:
-                scales.add(n.input[1])
+        # FP8 Q/DQ carry no zero point: the QuantizeLinear names its type (output_dtype); its DQ shares the scale.
+        if n.op_type == "QuantizeLinear" and any(a.name == "output_dtype" and a.i == FLOAT8E4M3FN for a in n.attribute):
+            scales.add(n.input[1])
     for name in scales:
         t = inits[name]
         t.CopyFrom(numpy_helper.from_array((numpy_helper.to_array(t) * MODELOPT_FACTOR).astype(np.float32), name))

@@ -1,13 +1,10 @@
-"""--target_runtime ort_cpu and --reduce_range (issue 9 item 3).
+"""FP8 outputs at every ONNX Runtime level, --target_runtime and --reduce_range (issues 9 and 23).
 
-The FP8 ort_cpu form moves the Q/DQ of a Relu/Clip output onto the Relu/Clip input and re-applies the
-Relu/Clip after the DQ. It must compute what the TensorRT form computes (both as fake-quant, ONNX
-Runtime's basic level), leave no Relu/Clip -> QuantizeLinear pair, and give the same outputs at ONNX
-Runtime's default level (these tests run onnxruntime 1.32 from the test venv) as at the basic level.
+FP8 Q/DQ carry no zero point, so ONNX Runtime's default level (these tests run onnxruntime 1.32 from
+the test venv) computes the TensorRT-form file as its basic level does; --target_runtime ort_cpu
+writes the same file.
 """
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import onnx
@@ -56,53 +53,60 @@ def clip_cnn(tmp_path_factory):
     return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (200, 32, 12, 12)).astype(np.float32)
 
 
-def test_ort_cpu_fp8_has_no_clamp_before_quantize_and_computes_the_same(cli, clip_cnn, tmp_path):
+def test_fp8_without_zero_points_runs_alike_at_every_onnx_runtime_level(cli, clip_cnn, tmp_path):
+    """FP8 Q/DQ carry no zero point (the Q names FLOAT8E4M3FN in output_dtype, opset 21). The
+    Relu/Clip -> QuantizeLinear pairs TensorRT fuses stay, and ONNX Runtime's default level, whose
+    Relu/Clip + Q rewrites match only a Q with a zero point, computes the file as its basic level."""
     model, calib, x = clip_cnn
     trt, ocpu = tmp_path / "trt.onnx", tmp_path / "ort.onnx"
     cli.quantize(model, trt, "--quantize_mode", "fp8", "--calibration_data_path", calib)
     cli.quantize(model, ocpu, "--quantize_mode", "fp8", "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
-    g = onnx.load(str(ocpu)).graph
-    producer = {o: n for n in g.node for o in n.output}
+    assert trt.read_bytes() == ocpu.read_bytes()
+    m = onnx.load(str(trt))
+    assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [21]
+    g = m.graph
     qs = [n for n in g.node if n.op_type == "QuantizeLinear"]
-    assert qs and not [n.name for n in qs if producer.get(n.input[0]) is not None
-                       and producer[n.input[0]].op_type in ("Relu", "Clip")]
-    # The Clip was moved, not lost: it now reads a DequantizeLinear, and the original is gone. (The
-    # Relu feeds a GlobalAveragePool, which FP8 does not quantize: it stays where it was.)
-    clips = [n for n in g.node if n.op_type == "Clip"]
-    assert len(clips) == 1 and producer[clips[0].input[0]].op_type == "DequantizeLinear"
-    assert [producer[n.input[0]].op_type for n in g.node if n.op_type == "Relu"] == ["Conv"]
-    a = _session(trt, basic=True).run(None, {"x": x})[0]
-    b = _session(ocpu, basic=True).run(None, {"x": x})[0]
-    # Relu moves exactly; a Clip bound may now be hit exactly instead of its nearest FP8 grid point.
-    assert np.abs(a - b).max() <= 0.02 * np.abs(a).max()
-    assert (a.argmax(1) == b.argmax(1)).mean() >= 0.99
-    # ONNX Runtime's default level computes the ort_cpu file as its basic level does.
-    d = _session(ocpu, basic=False).run(None, {"x": x})[0]
-    assert np.abs(d - b).max() <= 1e-4 * max(1.0, np.abs(b).max())
-
-
-def test_trt_form_fp8_summary_says_which_onnx_runtime_level_computes_it(cli, clip_cnn, tmp_path):
-    """The TensorRT-form FP8 file keeps its Relu/Clip -> QuantizeLinear pairs (what TensorRT fuses);
-    the summary and the JSON report count them and tell an ONNX Runtime user to validate at basic
-    level or write the ort_cpu form; the ort_cpu run has none and says nothing."""
-    model, calib, _ = clip_cnn
-    trt, ocpu, rep = tmp_path / "trt.onnx", tmp_path / "ort.onnx", tmp_path / "r.json"
-    r = cli.quantize(model, trt, "--quantize_mode", "fp8", "--calibration_data_path", calib, "--report_json", rep)
-    g = onnx.load(str(trt)).graph
+    dqs = [n for n in g.node if n.op_type == "DequantizeLinear"]
+    assert qs and dqs and all(len(n.input) == 2 for n in qs + dqs)
+    assert all({a.name: a.i for a in n.attribute}.get("output_dtype") == TensorProto.FLOAT8E4M3FN for n in qs)
     producer = {o: n for n in g.node for o in n.output}
-    pairs = [n for n in g.node if n.op_type == "QuantizeLinear" and n.input[0] in producer
-             and producer[n.input[0]].op_type in ("Relu", "Clip")]
-    assert pairs, "the TensorRT form quantizes the Clip's output"
-    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == len(pairs)
-    assert "validate this TensorRT-form FP8 file at ORT_ENABLE_BASIC" in r.stdout
-    assert f"its {len(pairs)} Relu/Clip -> FP8 QuantizeLinear pair(s)" in r.stdout
-    r = cli.quantize(model, ocpu, "--quantize_mode", "fp8", "--calibration_data_path", calib,
-                     "--target_runtime", "ort_cpu", "--report_json", rep)
-    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == 0
-    assert "ORT_ENABLE_BASIC" not in r.stdout
-    # INT8 has no such hazard: the count is for FP8 zero points only.
-    r = cli.quantize(model, trt, "--calibration_data_path", calib, "--report_json", rep)
-    assert json.loads(rep.read_text())["fp8_clamp_quantize_pairs"] == 0 and "ORT_ENABLE_BASIC" not in r.stdout
+    clamped = [n for n in qs if n.input[0] in producer and producer[n.input[0]].op_type in ("Relu", "Clip")]
+    assert clamped, "the Clip's output is quantized where it is (what TensorRT fuses)"
+    basic = _session(trt, basic=True).run(None, {"x": x})[0]
+    default = _session(trt, basic=False).run(None, {"x": x})[0]
+    assert np.abs(default - basic).max() <= 1e-4 * max(1.0, np.abs(basic).max())
+    ref = _session(model, basic=True).run(None, {"x": x})[0]
+    assert (ref.argmax(1) == basic.argmax(1)).mean() >= 0.9
+
+
+def test_the_old_zero_point_form_is_what_the_default_level_miscomputes(cli, clip_cnn, tmp_path):
+    """Why the zero points went: the same file with an FP8 zero point added to every Q/DQ is
+    computed differently by ONNX Runtime's default level (its ReluQuantRewrite drops the Relu in
+    front of an FP8 Q; ClipQuantRewrite refuses the FP8 zero point). If this starts to pass with
+    equal outputs, ONNX Runtime fixed its rules and this test can go."""
+    model, calib, x = clip_cnn
+    out = tmp_path / "q.onnx"
+    cli.quantize(model, out, "--quantize_mode", "fp8", "--calibration_data_path", calib)
+    m = onnx.load(str(out))
+    m.graph.initializer.append(helper.make_tensor("fp8_zero", TensorProto.FLOAT8E4M3FN, [], [0.0]))
+    per_tensor = {t.name for t in m.graph.initializer if not t.dims}  # activations: the weights' scales are per channel
+    for n in m.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.input[1] in per_tensor:
+            n.input.append("fp8_zero")
+            keep = [a for a in n.attribute if a.name != "output_dtype"]
+            del n.attribute[:]
+            n.attribute.extend(keep)
+    zp = tmp_path / "zp.onnx"
+    onnx.save(m, str(zp))
+    basic = _session(zp, basic=True).run(None, {"x": x})[0]
+    same_as_written = _session(out, basic=True).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(basic, same_as_written)
+    try:
+        default = _session(zp, basic=False).run(None, {"x": x})[0]
+    except Exception as e:  # noqa: BLE001 - ClipQuantRewrite (clip_quantizelinear.cc) refuses the FP8 zero point
+        assert "clip_quantizelinear" in str(e) or "zero_point" in str(e), e
+        return
+    assert np.abs(default - basic).max() > 1e-3 * max(1.0, np.abs(basic).max())
 
 
 def test_ort_cpu_changes_nothing_for_int8(cli, clip_cnn, tmp_path):

@@ -156,17 +156,27 @@ TEST(Quantize, Fp8UsesTheFullE4M3Grid) {
   o.op_types_to_quantize = {"Conv"};
   o.calibration_tensors = std::map<std::string, HostTensor>{{"x", Samples(5)}};
   const QuantizeReport r = Quantize(o);
-  EXPECT_EQ(r.output_opset, 19);
+  EXPECT_EQ(r.output_opset, 21);
   const auto out = onnxio::LoadModel(r.output_path);
   const HostTensor x = Samples(5);
   float amax = 0;
   for (int64_t i = 0; i < x.NumElements(); ++i) amax = std::max(amax, std::abs(x.Data<float>()[i]));
   EXPECT_FLOAT_EQ(ScalarInitializer(out, "x_scale"), amax / 448.0f);
-  for (const auto& t : out.graph().initializer()) {
-    if (t.name() == "x_zero_point") {
-      EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT8E4M3FN);
+  // No zero points: every Q names FLOAT8E4M3FN in output_dtype, every Q/DQ has two inputs.
+  int quantize_nodes = 0;
+  for (const auto& n : out.graph().node()) {
+    if (n.op_type() != "QuantizeLinear" && n.op_type() != "DequantizeLinear") continue;
+    EXPECT_EQ(n.input_size(), 2) << n.name();
+    if (n.op_type() != "QuantizeLinear") continue;
+    ++quantize_nodes;
+    int64_t output_dtype = 0;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "output_dtype") output_dtype = a.i();
     }
+    EXPECT_EQ(output_dtype, onnx::TensorProto::FLOAT8E4M3FN) << n.name();
   }
+  EXPECT_GT(quantize_nodes, 0);
+  for (const auto& t : out.graph().initializer()) EXPECT_EQ(t.name().find("zero_point"), std::string::npos) << t.name();
 }
 
 }  // namespace

@@ -34,7 +34,9 @@ TEST(Formats, StorageTypesAndOpsetsAreTheOnnxOnes) {
   EXPECT_EQ(fp8.storage_type, onnx::TensorProto::FLOAT8E4M3FN);
   EXPECT_EQ(int4.storage_type, onnx::TensorProto::INT4);
   EXPECT_EQ(int4.zero_point_storage_type, onnx::TensorProto::UINT4);
-  EXPECT_EQ(fp8.min_opset, 19);
+  EXPECT_EQ(fp8.min_opset, 21);  // QuantizeLinear's output_dtype: FP8 Q/DQ carry no zero point
+  EXPECT_TRUE(fp8.zero_point_free);
+  EXPECT_FALSE(int8.zero_point_free || int4.zero_point_free);
   EXPECT_EQ(int4.min_opset, 21);
   EXPECT_EQ(int4.values_per_byte, 2);
   EXPECT_TRUE(int4.placement.weight_only);
