@@ -46,7 +46,7 @@ shard::CalibrationPart Calibrate(const QuantizeOptions& o, const shard::ShardSpe
   }
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path);
-  // The opset quantize runs at (FP8 Q/DQ from 19), so the same tensors are observed.
+  // The opset quantize runs at (FP8: 21), so the same tensors are observed.
   onnxio::UpgradeOpset(&prepared.proto, format.min_opset);
   ApplyModelOptions(o, format.min_opset, &prepared);
   const std::vector<std::string> tensors = for_scan ? ScanCalibrationTensors(prepared.proto, *for_scan)

@@ -401,7 +401,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
-  onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FLOAT8E4M3FN Q/DQ exist from opset 19
+  onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FP8 Q/DQ without zero points: opset 21
   CanonicalForm canonical;
   ApplyModelOptions(o, format.min_opset, &prepared, &canonical);
   report.output_opset = onnxio::DefaultOpset(model);

@@ -141,7 +141,7 @@ void OpenInputs(const SensitivityOptions& o, const PreparedModel* given, ScanInp
     in->prepared = given;
   } else {
     in->loaded = LoadPreparedModel(o.onnx_path, files);
-    onnxio::UpgradeOpset(&in->loaded.proto, in->format->min_opset);  // e.g. FP8 Q/DQ need opset 19
+    onnxio::UpgradeOpset(&in->loaded.proto, in->format->min_opset);  // e.g. FP8 Q/DQ need opset 21
     // The graph quantize plans on (its default --canonicalize): BatchNormalization folded into the
     // Conv, so the ranking names the nodes the quantized model has and probes their folded weights.
     if (HasCanonicalFolds(in->loaded.proto)) Canonicalize(&in->loaded.proto);

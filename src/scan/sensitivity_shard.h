@@ -27,7 +27,7 @@ shard::SensitivityPart ScoreSensitivityShard(const SensitivityOptions& options);
 sensitivity::SensitivityResult ScoreSensitivityOf(const SensitivityOptions& options, const PreparedModel& model);
 
 // The tensors a scan with `options` calibrates: the union of its probes' activation tensors, on
-// the prepared model (upgraded to opset 19 for fp8). `ptqkit calibrate --for_sensitivity` observes
+// the prepared model (upgraded to opset 21 for fp8). `ptqkit calibrate --for_sensitivity` observes
 // exactly these, because ONNX Runtime fuses differently when other tensors are graph outputs and
 // activations can then differ in the last bit: a table of the same tensors gives the same scores.
 std::vector<std::string> ScanCalibrationTensors(const onnx::ModelProto& model, const SensitivityOptions& options);
