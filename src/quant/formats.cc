@@ -57,6 +57,7 @@ const QuantFormat kFp8 = {
     .quantize_all = QuantizeAllFloat8E4M3FN,
     .placement = {.quantize_conv_transpose = false,
                   .min_conv_channels = 17,
+                  .conv_channels_per_group = true,
                   .max_conv_kernel_volume = 32,
                   .quantize_neighbours = false},
     .zero_point_free = true,

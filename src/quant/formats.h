@@ -25,6 +25,11 @@ struct PlacementProfile {
   bool quantize_conv_transpose = true;
   // Convs with fewer input or output channels stay float.
   int64_t min_conv_channels = 8;
+  // min_conv_channels counts the channels of one group (the weight's dims 0 and 1), so depthwise
+  // and narrow grouped Convs stay float: TensorRT's FP8 conv kernels want 16-aligned channels per
+  // group, and ModelOpt's FP8 mode reads the weight's dims the same way. Otherwise a grouped Conv
+  // counts all its input channels.
+  bool conv_channels_per_group = false;
   // Convs with a larger kernel volume (product of the spatial dimensions) stay float; 0: no limit.
   int64_t max_conv_kernel_volume = 0;
   // Resize and LayerNormalization after a quantized Conv, and pooling between quantized ops, get

@@ -95,6 +95,15 @@ class Planner {
     if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose") {
       auto [cin, cout] = ConvChannels(g_, i);
       if (cin < 0) return "weight is not a constant";
+      const int64_t groups = IntAttribute(n, "group", 1);
+      if (profile_.conv_channels_per_group && groups > 1) {
+        cin /= n.op_type() == "Conv" ? groups : 1;
+        cout /= n.op_type() == "ConvTranspose" ? groups : 1;
+        if (cin < profile_.min_conv_channels || cout < profile_.min_conv_channels) {
+          return fmt::format("grouped conv ({} in, {} out per group of {}; < {} in {} mode)", cin, cout, groups,
+                             profile_.min_conv_channels, format_.name);
+        }
+      }
       if (n.op_type() == "ConvTranspose" && !profile_.quantize_conv_transpose) {
         return fmt::format("ConvTranspose is not quantized in {} mode", format_.name);
       }

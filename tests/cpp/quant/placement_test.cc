@@ -264,6 +264,28 @@ TEST(Placement, SmallChannelConvExcluded) {
   EXPECT_NE(p.Reason("stem").find("small-channel"), std::string::npos);
 }
 
+// FP8 counts a grouped Conv's channels per group (the weight's dims), as ModelOpt's FP8 mode does:
+// a depthwise Conv has one input channel per group and stays float; INT8 quantizes it.
+TEST(Placement, Fp8LeavesDepthwiseConvsInFloat) {
+  GraphBuilder b;
+  b.Input("x", {1, 32, 8, 8}).Weight("wd", {32, 1, 3, 3}).Weight("wg", {64, 16, 3, 3}).Weight("wp", {32, 64, 1, 1});
+  b.Node("Conv", {"x", "wd"}, {"d"}, "depthwise", {{"group", {32}}, {"pads", {1, 1, 1, 1}}});
+  b.Node("Relu", {"d"}, {"r"}, "relu");
+  b.Node("Conv", {"r", "wg"}, {"g"}, "grouped", {{"group", {2}}, {"pads", {1, 1, 1, 1}}});
+  b.Node("Conv", {"g", "wp"}, {"out"}, "pointwise").Output("out");
+  PlacementOptions fp8;
+  fp8.format = &FindFormat("fp8", "--quantize_mode");
+  auto p = Plan(b, fp8);
+  EXPECT_FALSE(p.NodeQuantized("depthwise"));
+  EXPECT_NE(p.Reason("depthwise").find("grouped conv (1 in, 32 out per group of 32"), std::string::npos)
+      << p.Reason("depthwise");
+  EXPECT_FALSE(p.NodeQuantized("grouped"));  // 16 input channels per group: below FP8's 17
+  EXPECT_NE(p.Reason("grouped").find("per group of 2"), std::string::npos) << p.Reason("grouped");
+  auto i8 = Plan(b);
+  EXPECT_TRUE(i8.NodeQuantized("depthwise"));
+  EXPECT_TRUE(i8.NodeQuantized("grouped"));
+}
+
 TEST(Placement, ConstantNodeWeightsAreWeights) {
   GraphBuilder b;
   b.Input("x", {1, 16, 8, 8}).ConstantWeight("w", {32, 16, 3, 3});
