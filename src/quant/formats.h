@@ -71,11 +71,12 @@ struct QuantFormat {
   // rules that read a QuantizeLinear's zero point as an integer one: ReluQuantRewrite drops a Relu
   // before an FP8 Q (as if FP8 clamped negatives) and ClipQuantRewrite throws on an FP8 zero point.
   // Both match only a Q with three inputs. TensorRT's parser builds the same Quantize/Dequantize
-  // layers either way (it never gives an FP8 layer a zero-point input). DESIGN.md "Numerics".
+  // layers either way (it never gives an FP8 layer a zero-point input). README "Outputs for ONNX
+  // Runtime on CPU" has the measurements.
   bool zero_point_free = false;
-  // ptqkit's own sessions run models of this format at ONNX Runtime's basic level (sensitivity
-  // probes, budget candidates, the loss report): the ONNX Runtime bundled with ptqkit (1.30)
-  // builds integer-only fusions on FP8 Q/DQ at its default level.
+  // Sensitivity probes of this format run at ONNX Runtime's basic level (the loss report, budget
+  // and autotune checks run every format there): the ONNX Runtime bundled with ptqkit (1.30)
+  // builds integer-only fusions (QLinearConv) on FP8 Q/DQ at its default level.
   bool ort_cpu_fusions_unsafe = false;
 };
 

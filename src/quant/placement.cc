@@ -100,8 +100,8 @@ class Planner {
         cin /= n.op_type() == "Conv" ? groups : 1;
         cout /= n.op_type() == "ConvTranspose" ? groups : 1;
         if (cin < profile_.min_conv_channels || cout < profile_.min_conv_channels) {
-          return fmt::format("grouped conv ({} in, {} out per group of {}; < {} in {} mode)", cin, cout, groups,
-                             profile_.min_conv_channels, format_.name);
+          return fmt::format("grouped conv (group {}: weight channels {} in, {} out; < {} in {} mode)", groups, cin,
+                             cout, profile_.min_conv_channels, format_.name);
         }
       }
       if (n.op_type() == "ConvTranspose" && !profile_.quantize_conv_transpose) {

@@ -277,10 +277,10 @@ TEST(Placement, Fp8LeavesDepthwiseConvsInFloat) {
   fp8.format = &FindFormat("fp8", "--quantize_mode");
   auto p = Plan(b, fp8);
   EXPECT_FALSE(p.NodeQuantized("depthwise"));
-  EXPECT_NE(p.Reason("depthwise").find("grouped conv (1 in, 32 out per group of 32"), std::string::npos)
+  EXPECT_NE(p.Reason("depthwise").find("grouped conv (group 32: weight channels 1 in, 32 out"), std::string::npos)
       << p.Reason("depthwise");
   EXPECT_FALSE(p.NodeQuantized("grouped"));  // 16 input channels per group: below FP8's 17
-  EXPECT_NE(p.Reason("grouped").find("per group of 2"), std::string::npos) << p.Reason("grouped");
+  EXPECT_NE(p.Reason("grouped").find("group 2: weight channels 16 in, 64 out"), std::string::npos) << p.Reason("grouped");
   auto i8 = Plan(b);
   EXPECT_TRUE(i8.NodeQuantized("depthwise"));
   EXPECT_TRUE(i8.NodeQuantized("grouped"));
