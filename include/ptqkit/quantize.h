@@ -226,6 +226,9 @@ struct QuantizeReport {
   int smoothed_matmul_inputs = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
   WeightRoundingReport weight_rounding;
+  // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
+  // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
+  int ort_fp16_bias_overflows = 0;
   // --canonicalize: what was folded before placement, and the largest absolute difference of any
   // graph output between the model as given and as folded, on `canonical_checked_samples`
   // calibration samples (FP32 both, ONNX Runtime basic level). -1: not measured.

@@ -34,6 +34,7 @@
 #include "ptqkit/error.h"
 #include "quant/formats.h"
 #include "quant/model_placement.h"
+#include "quant/ort_bias_overflow.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/weight_qdq_fold.h"
 
@@ -432,6 +433,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.qdq_pairs = stats.qdq_pairs;
   CheckSomethingQuantized(o, stats, chosen, report);
   ConvertPrecision(&model, o, &report);
+  report.ort_fp16_bias_overflows = CountFp16BiasOverflows(model.graph());
   // Written (not yet visible) before the loss report, which may fold the weights in place.
   StagedOutput output(&model, o, report.output_path);
   ReportLoss(o, &model, c, reference, eval_runtime, amax, format, &report);

@@ -149,6 +149,14 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   AppendBudget(out, r.accuracy_budget);
   AppendAutotune(out, r.autotune);
   AppendLoss(out, r.loss, r.total_seconds);
+  if (r.ort_fp16_bias_overflows > 0) {
+    fmt::format_to(it,
+                   "ONNX Runtime: its WeightBiasQuantization rule (basic level and above) turns the float16 bias of "
+                   "{} Conv/Gemm node(s) of this file into inf (bias / (x_scale * w_scale) passes 65504 in float16); "
+                   "validate with that rule disabled (Python: disabled_optimizers=[\"WeightBiasQuantization\"]), "
+                   "as ptqkit's loss report does. TensorRT keeps the bias in float.\n",
+                   r.ort_fp16_bias_overflows);
+  }
   fmt::format_to(it, "total: {:.3f} s\n", r.total_seconds);
   return out;
 }

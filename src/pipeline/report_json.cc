@@ -74,6 +74,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;
+  j["ort_fp16_bias_overflows"] = r.ort_fp16_bias_overflows;
   {
     const WeightRoundingReport& w = r.weight_rounding;
     nlohmann::ordered_json not_rounded = nlohmann::ordered_json::array();

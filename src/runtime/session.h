@@ -23,8 +23,10 @@ struct RuntimeOptions {
   std::vector<std::string> execution_providers = {"cpu"};  // --calibration_eps
   std::vector<std::string> trt_plugins;                      // --trt_plugins (TensorRT EP only)
   int intra_op_threads = 0;                                  // 0 = ONNX Runtime's default
-  // Only ONNX Runtime's basic graph optimizations. Needed for FP8 Q/DQ models on the CPU provider:
-  // its extended-level fusions (seen in 1.30 and 1.32) compute wrong results on them.
+  // The Q/DQ graph as written: only ONNX Runtime's basic graph optimizations, less its
+  // WeightBiasQuantization (session.cc says why). Needed for FP8 Q/DQ models on the CPU provider,
+  // whose default-level fusions in the bundled 1.30 build integer kernels on FP8; and what
+  // ptqkit's evaluations (loss report, budget, autotune's check) use for every format.
   bool basic_optimizations_only = false;
   // Provider options by --calibration_eps name (--input_shapes_profile): today the trt entry, passed
   // to ONNX Runtime's TensorRT provider as its own option keys.

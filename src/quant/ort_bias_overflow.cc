@@ -1,0 +1,57 @@
+#include "quant/ort_bias_overflow.h"
+
+#include <cmath>
+#include <vector>
+
+#include "onnx/float16.h"
+#include "onnx/graph_index.h"
+
+namespace ptqkit {
+namespace {
+
+// float16 arithmetic as ONNX Runtime does it for MLFloat16 Mul/Div: each result rounded to half.
+float Half(float v) { return HalfToFloat(FloatToHalf(v)); }
+
+// The scale initializer of the DequantizeLinear producing `tensor`, or nullptr.
+const onnx::TensorProto* DqScale(const GraphIndex& index, const std::string& tensor) {
+  const int p = index.Producer(tensor);
+  if (p < 0) return nullptr;
+  const onnx::NodeProto& dq = index.node(p);
+  if (dq.op_type() != "DequantizeLinear" || !dq.domain().empty() || dq.input_size() < 2) return nullptr;
+  return index.Constant(dq.input(1));
+}
+
+bool Overflows(const GraphIndex& index, const onnx::NodeProto& n) {
+  if (n.input_size() < 3 || n.input(2).empty()) return false;
+  const onnx::TensorProto* bias = index.Constant(n.input(2));
+  if (!bias || bias->data_type() != onnx::TensorProto::FLOAT16 || bias->dims_size() != 1) return false;
+  const onnx::TensorProto* x_scale = DqScale(index, n.input(0));
+  const onnx::TensorProto* w_scale = DqScale(index, n.input(1));
+  if (!x_scale || !w_scale || x_scale->data_type() != onnx::TensorProto::FLOAT16 ||
+      w_scale->data_type() != onnx::TensorProto::FLOAT16) {
+    return false;
+  }
+  const std::vector<float> sx = TensorToFloats(*x_scale), sw = TensorToFloats(*w_scale), b = TensorToFloats(*bias);
+  if (sx.size() != 1 || (sw.size() != 1 && sw.size() != b.size())) return false;  // the rule's own conditions
+  for (size_t c = 0; c < b.size(); ++c) {
+    const float scale = Half(sx[0] * sw[sw.size() == 1 ? 0 : c]);
+    const float quotient = Half(b[c] / scale);
+    if (!std::isfinite(quotient)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int CountFp16BiasOverflows(const onnx::GraphProto& graph) {
+  const GraphIndex index(graph);
+  int count = 0;
+  for (const auto& n : graph.node()) {
+    if ((n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || n.op_type() == "Gemm") && n.domain().empty()) {
+      count += Overflows(index, n) ? 1 : 0;
+    }
+  }
+  return count;
+}
+
+}  // namespace ptqkit
