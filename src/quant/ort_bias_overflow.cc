@@ -33,6 +33,11 @@ bool Overflows(const GraphIndex& index, const onnx::NodeProto& n) {
   }
   const std::vector<float> sx = TensorToFloats(*x_scale), sw = TensorToFloats(*w_scale), b = TensorToFloats(*bias);
   if (sx.size() != 1 || (sw.size() != 1 && sw.size() != b.size())) return false;  // the rule's own conditions
+  if (sw.size() > 1) {  // per channel: only along the output axis it expects (so never a ConvTranspose's 1)
+    const onnx::NodeProto& dq_w = index.node(index.Producer(n.input(1)));
+    const int64_t expected = n.op_type() == "Gemm" ? (IntAttribute(n, "transB", 0) ? 0 : 1) : 0;
+    if (IntAttribute(dq_w, "axis", 1) != expected) return false;
+  }
   for (size_t c = 0; c < b.size(); ++c) {
     const float scale = Half(sx[0] * sw[sw.size() == 1 ? 0 : c]);
     const float quotient = Half(b[c] / scale);

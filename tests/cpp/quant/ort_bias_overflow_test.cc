@@ -43,6 +43,10 @@ onnx::GraphProto ConvGraph(const std::vector<int64_t>& x_scale_dims, float x_sca
   dq_w->add_input("wq");
   dq_w->add_input("ws");
   dq_w->add_output("w");
+  auto* axis = dq_w->add_attribute();  // per output channel, as the rule wants for a Conv
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
   auto* conv = g.add_node();
   conv->set_op_type("Conv");
   for (const char* i : {"x", "w", "b"}) conv->add_input(i);
@@ -65,6 +69,12 @@ TEST(OrtBiasOverflow, OnlyWhereTheRuleApplies) {
   g = ConvGraph({}, 0.01f, 0.01f, {100.0f, 100.0f});
   g.mutable_node(2)->set_input(1, "w_float");
   EXPECT_EQ(CountFp16BiasOverflows(g), 0);
+  // Weight scales along another axis than the output channels: the rule skips it.
+  g = ConvGraph({}, 0.01f, 0.01f, {100.0f, 100.0f});
+  g.mutable_node(1)->mutable_attribute(0)->set_i(1);
+  EXPECT_EQ(CountFp16BiasOverflows(g), 0);
+  g.mutable_node(1)->mutable_attribute(0)->set_i(0);
+  EXPECT_EQ(CountFp16BiasOverflows(g), 1);
 }
 
 }  // namespace
