@@ -124,6 +124,10 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
   }
+  if (o.target_runtime == "ort_cpu") {
+    log::Info("--target_runtime ort_cpu writes the same file as trt: FP8 Q/DQ carry no zero point, a form ONNX "
+              "Runtime computes as written at every level");
+  }
   if (o.reduce_range && format.reduced_range_qmax == 0) {
     throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
   }
