@@ -8,6 +8,7 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include "onnx/group_norm_upgrade.h"
 #include "onnx/model_prep.h"
 #include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
@@ -37,7 +38,11 @@ int64_t MinIrVersion(int64_t opset) {
 
 int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target) {
   const int64_t from = DefaultOpset(*model);
+  // GroupNormalization of opsets 18-20 is deprecated (the checker refuses a model written with it):
+  // such a model goes to 21 whatever the target (group_norm_upgrade.h).
+  if (from < 21 && HasGroupNormalization(model->graph())) target = std::max<int64_t>(target, 21);
   if (from >= target) return from;
+  if (from < 21 && target >= 21) WidenGroupNormalizationParameters(model);
   WeightStash stash(model);  // the converter copies the whole model: keep the weights out of it
   onnx::ModelProto converted;
   try {

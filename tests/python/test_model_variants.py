@@ -122,3 +122,46 @@ def test_metadata_doc_string_and_producer_survive(cli, tmp_path, small_cnn_calib
     assert props.get("author") == "ptqkit tests" and props.get("license") == "MIT", props
     assert qdq.Graph(q).by_name[m.graph.node[0].name].doc_string == "first node doc"
     assert q.graph.name == m.graph.name
+
+
+def _group_norm_model(path):
+    """Conv -> GroupNormalization (opset 18: scale/bias per group) -> Relu -> Conv, as diffusion UNets export it."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(np.array([0.5, 1.0, 1.5, 2.0], np.float32), "gn_scale"),
+             numpy_helper.from_array(np.array([0.1, -0.1, 0.2, 0.0], np.float32), "gn_bias"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 3, 3)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1] * 4),
+             helper.make_node("GroupNormalization", ["c", "gn_scale", "gn_bias"], ["g"], name="gn", num_groups=4),
+             helper.make_node("Relu", ["g"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], name="conv2", pads=[1] * 4)]
+    g = helper.make_graph(nodes, "gn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 8, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("mode", ["int8", "fp8"])
+def test_group_normalization_18_is_raised_to_21_per_channel(cli, tmp_path, mode):
+    """GroupNormalization-18 is deprecated (the checker refuses it) and its scale/bias become per channel
+    at opset 21, which ONNX's version converter does not do: ptqkit widens them (value g for the 8
+    channels of group g) and raises such a model to 21 in every mode."""
+    import onnxruntime as ort
+    src, out, calib = tmp_path / "gn.onnx", tmp_path / "gn.q.onnx", tmp_path / "gn.npy"
+    _group_norm_model(src)
+    x = np.random.default_rng(1).normal(0, 1, (16, 32, 8, 8)).astype(np.float32)
+    np.save(calib, x)
+    cli.quantize(src, out, "--quantize_mode", mode, "--calibration_data_path", calib, "--op_types_to_quantize", "Conv")
+    m = onnx.load(str(out))
+    onnx.checker.check_model(m, full_check=True)
+    assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [21]
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    gn = next(n for n in m.graph.node if n.op_type == "GroupNormalization")
+    np.testing.assert_array_equal(inits[gn.input[1]], np.repeat([0.5, 1.0, 1.5, 2.0], 8).astype(np.float32))
+    np.testing.assert_array_equal(inits[gn.input[2]], np.repeat([0.1, -0.1, 0.2, 0.0], 8).astype(np.float32))
+    assert "gn_scale" not in inits and "gn_bias" not in inits
+    ref = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(got - ref).max() <= 0.1 * np.abs(ref).max()
