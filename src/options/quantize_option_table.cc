@@ -42,7 +42,9 @@ std::vector<OptionSpec> BuildTable() {
                   .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
                            "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 21, "
                            "int4: 21) it is raised to that, with a warning; below the model's own opset the model's is "
-                           "kept, with a warning (as ModelOpt does)."));
+                           "kept, with a warning (as ModelOpt does). A model with GroupNormalization of opsets 18-20 "
+                           "goes to 21 in every mode, its per-group scale and bias repeated per channel (the "
+                           "opset-18 op is deprecated, and ONNX's converter does not widen them)."));
   t.push_back(Text("override_shapes", nullptr, "Make input shapes static in the output model, e.g. input:1x3x224x224")
                   .Metavar("in:1x3x224x224,...").Commands(kBoth).Apply([](QuantizeSettings& s, const std::string& v) {
                     s.options.override_shapes = ParseShapeList(v);
