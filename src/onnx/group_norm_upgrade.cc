@@ -101,7 +101,10 @@ void WidenGroupNormalizationParameters(onnx::ModelProto* model) {
       wide.set_data_type(it->second->data_type());
       wide.add_dims(channels);
       std::string raw;
-      for (int64_t c = 0; c < channels; ++c) raw.append(bytes, static_cast<size_t>(c / (channels / groups)) * element_size, element_size);
+      const int64_t per_group = channels / groups;
+      for (int64_t c = 0; c < channels; ++c) {
+        raw.append(bytes, static_cast<size_t>(c / per_group) * element_size, element_size);
+      }
       wide.set_raw_data(raw);
       replaced.insert(n.input(i));
       n.set_input(i, wide.name());
@@ -114,9 +117,8 @@ void WidenGroupNormalizationParameters(onnx::ModelProto* model) {
   AddNodeReads(model->graph(), &reads);
   for (const auto& o : model->graph().output()) reads.insert(o.name());
   auto* all = model->mutable_graph()->mutable_initializer();
-  all->erase(std::remove_if(all->begin(), all->end(),
-                            [&](const onnx::TensorProto& t) { return replaced.count(t.name()) && !reads.count(t.name()); }),
-             all->end());
+  const auto unread = [&](const onnx::TensorProto& t) { return replaced.count(t.name()) && !reads.count(t.name()); };
+  all->erase(std::remove_if(all->begin(), all->end(), unread), all->end());
 }
 
 }  // namespace ptqkit::onnxio

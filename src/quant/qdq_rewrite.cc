@@ -70,12 +70,15 @@ class Rewriter {
                            const std::string& output, int axis) const {
     std::vector<std::pair<std::string, int64_t>> attributes;
     if (axis >= 0) attributes.emplace_back("axis", axis);
-    if (format_.zero_point_free && op == "QuantizeLinear") attributes.emplace_back("output_dtype", format_.storage_type);
+    if (format_.zero_point_free && op == "QuantizeLinear") {
+      attributes.emplace_back("output_dtype", format_.storage_type);
+    }
     return GraphEditor::MakeNode(op, name, inputs, output, attributes);
   }
 
   // (x, scale, zero point), or (x, scale) for a format without zero points.
-  std::vector<std::string> QdqInputs(const std::string& x, const std::string& scale, const std::string& zero_point) const {
+  std::vector<std::string> QdqInputs(const std::string& x, const std::string& scale,
+                                     const std::string& zero_point) const {
     if (format_.zero_point_free) return {x, scale};
     return {x, scale, zero_point};
   }

@@ -28,7 +28,8 @@ onnx::TensorProto Half16(const std::string& name, const std::vector<int64_t>& di
 }
 
 // x -> DQ(x_scale) -> Conv(DQ(w, w_scale), bias): two output channels.
-onnx::GraphProto ConvGraph(const std::vector<int64_t>& x_scale_dims, float x_scale, float w_scale, std::vector<float> bias) {
+onnx::GraphProto ConvGraph(const std::vector<int64_t>& x_scale_dims, float x_scale, float w_scale,
+                           const std::vector<float>& bias) {
   onnx::GraphProto g;
   *g.add_initializer() = Half16("xs", x_scale_dims, {x_scale});
   *g.add_initializer() = Half16("ws", {2}, {w_scale, w_scale});
