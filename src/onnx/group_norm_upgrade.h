@@ -14,8 +14,8 @@ namespace ptqkit::onnxio {
 bool HasGroupNormalization(const onnx::GraphProto& graph);
 
 // Rewrites the scale and bias of every main-graph GroupNormalization from [G] to [C] values (new
-// initializers; the old ones stay for other readers). Does nothing to a node whose scale already
-// has C values. Throws ptqkit::Error naming the node when its scale or bias is not an initializer
+// initializers; an old one goes unless another node still reads it). Leaves a scale or bias that
+// already has C values as it is. Throws ptqkit::Error naming the node when its scale or bias is not an initializer
 // of float values or its input's channel count is unknown.
 void WidenGroupNormalizationParameters(onnx::ModelProto* model);
 

@@ -14,8 +14,9 @@ namespace ptqkit::onnxio {
 
 // Raises the default-domain opset to `target` with the ONNX version converter; does nothing when
 // the model is already at `target` or newer. A model with GroupNormalization goes to at least 21,
-// its per-group scale and bias widened to per channel (group_norm_upgrade.h). Everything outside the graph and the opset imports
-// (metadata, functions, doc strings, producer) is kept as it was. Returns the opset the model had.
+// its per-group scale and bias widened to per channel (group_norm_upgrade.h). Everything outside
+// the graph and the opset imports (metadata, functions, doc strings, producer) is kept as it was.
+// Returns the opset the model had.
 // REQUIRES: CheckModel passed. Throws ptqkit::Error naming the op the converter could not convert.
 int64_t UpgradeOpset(onnx::ModelProto* model, int64_t target);
 
