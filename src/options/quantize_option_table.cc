@@ -35,13 +35,13 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("output_path", &QuantizeOptions::output_path,
                    "Output model (default: <model>.quant.onnx beside the input)")
                   .Metavar("O").Path().DefaultDoc("`<M's stem>.quant.onnx` beside M").Details(R"(written to a temporary file in O's folder, then renamed)"));
-  t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 (int4: weight-only MatMul/Gemm)")
-                  .Choices({"int8", "fp8", "int4"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, Q/DQ without zero points, opset raised to 21) or `int4`: weight-only, the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a packed INT4 initializer + blocked `DequantizeLinear` (opset raised to 21, IR ≥ 10); activations stay float. The other options below that name int4 apply; node/op-type selectors apply too.)"));
+  t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 | nvfp4 | mxfp8 (the last three: weight-only MatMul/Gemm)")
+                  .Choices({"int8", "fp8", "int4", "nvfp4", "mxfp8"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, Q/DQ without zero points, opset raised to 21), or weight-only: the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a quantized initializer + blocked `DequantizeLinear` along K; activations stay float. `int4`: packed INT4 (UINT4 with `--use_zero_point`), a float scale per `--block_size` weights (opset raised to 21, IR ≥ 10). `nvfp4`: packed FLOAT4E2M1 values in blocks of 16, each block's scale an E4M3 code times one float scale per weight (amax / 2688), written as TensorRT's two-level form `DequantizeLinear(values, DequantizeLinear(E4M3 codes, global), block_size 16)` (opset 23, IR 11). `mxfp8`: E4M3 values in blocks of 32 sharing a power-of-two scale stored as FLOAT8E8M0 (opset 24, IR 11). ONNX Runtime's CPU kernels run neither FLOAT4E2M1 nor E8M0: with `--target_runtime ort_cpu` the same numbers are written in FLOAT8E4M3FN values (nvfp4) and float scales (mxfp8) at opset 21, dequantizing to identical weights. The options below that name int4 apply to all three (`--block_size` and `--use_zero_point` to int4 only); node/op-type selectors apply too.)"));
   t.push_back(Text("opset", nullptr, "Opset of the output model (raised further when the mode needs it)")
                   .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().Commands(kBoth).DefaultDoc("the model's, raised to the mode's minimum")
                   .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
                            "before quantization. Below what the mode needs (int8: 13 for per-channel Q/DQ, fp8: 21, "
-                           "int4: 21) it is raised to that, with a warning; below the model's own opset the model's is "
+                           "int4: 21, nvfp4: 23, mxfp8: 24, both 21 with --target_runtime ort_cpu) it is raised to that, with a warning; below the model's own opset the model's is "
                            "kept, with a warning (as ModelOpt does). A model with GroupNormalization of opsets 18-20 "
                            "goes to 21 in every mode, its per-group scale and bias repeated per channel (the "
                            "opset-18 op is deprecated, and ONNX's converter does not widen them)."));
@@ -200,9 +200,9 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Flag("dq_only", &QuantizeOptions::dq_only, "Store weights as INT8 initializers with DequantizeLinear only")
                   .Details(R"(store weights as INT8/FP8 initializers + DequantizeLinear (default: FP32 weights + Q→DQ))"));
   t.push_back(Text("target_runtime", &QuantizeOptions::target_runtime,
-                   "trt | ort_cpu: the runtime the output is for (both get the same file today: one Q/DQ form that "
-                   "TensorRT and every ONNX Runtime optimization level compute as written)")
-                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` or `ort_cpu`; kept so that scripts written for earlier versions run. Both write the same file: FP8 Q/DQ carry no zero point (the QuantizeLinear names FLOAT8E4M3FN in `output_dtype`), the form ONNX Runtime's default-level rewrites leave alone and TensorRT's parser reads as the same explicit quantization; see "Outputs for ONNX Runtime on CPU")"));
+                   "trt | ort_cpu: the runtime the output is for (int8/fp8/int4: the same file for both; nvfp4/mxfp8: "
+                   "ort_cpu writes containers ONNX Runtime's CPU kernels run)")
+                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` or `ort_cpu`. int8, fp8 and int4 write the same file for both: FP8 Q/DQ carry no zero point (the QuantizeLinear names FLOAT8E4M3FN in `output_dtype`), the form ONNX Runtime's default-level rewrites leave alone and TensorRT's parser reads as the same explicit quantization; see "Outputs for ONNX Runtime on CPU". nvfp4 and mxfp8: `trt` writes the standard types (FLOAT4E2M1 values, FLOAT8E8M0 scales) that ONNX Runtime 1.32's CPU kernels do not run; `ort_cpu` writes the same numbers as FLOAT8E4M3FN values and float scales at opset 21, whose dequantized weights are bit-identical)"));
   t.push_back(Flag("reduce_range", &QuantizeOptions::reduce_range,
                    "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)")
                   .Details(R"(int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI)"));

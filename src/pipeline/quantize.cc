@@ -93,8 +93,8 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   if (!format.placement.weight_only && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
-    throw Error(fmt::format("--calibration_method {} applies to --quantize_mode int4 only (int8/fp8 take max, entropy, "
-                            "percentile or mse)",
+    throw Error(fmt::format("--calibration_method {} applies to the weight-only modes (int4, nvfp4, mxfp8) only "
+                            "(int8/fp8 take max, entropy, percentile or mse)",
                             o.calibration_method));
   }
   if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
@@ -117,14 +117,16 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("unknown --weight_rounding '{}' (expected nearest or gptq)", o.weight_rounding));
   }
   if (o.weight_rounding == "gptq" && format.placement.weight_only) {
-    throw Error("--weight_rounding gptq applies to int8/fp8; int4 chooses its weights with --calibration_method "
-                "awq_clip/awq_lite");
+    throw Error(fmt::format("--weight_rounding gptq applies to int8/fp8; {} chooses its weights with "
+                            "--calibration_method awq_clip/awq_lite",
+                            format.name));
   }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
   if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
     throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
   }
-  if (o.target_runtime == "ort_cpu") {
+  const bool ort_containers = format.block_codec != nullptr && format.block_codec->ort_cpu_min_opset > 0;
+  if (o.target_runtime == "ort_cpu" && !ort_containers) {
     log::Info("--target_runtime ort_cpu writes the same file as trt: FP8 Q/DQ carry no zero point, a form ONNX "
               "Runtime computes as written at every level");
   }

@@ -29,14 +29,30 @@ using Clock = std::chrono::steady_clock;
 std::string ResolveMethod(const QuantizeOptions& o) {
   const std::string m = o.calibration_method.empty() ? "awq_clip" : o.calibration_method;
   if (m != "rtn" && m != "awq_clip" && m != "awq_lite") {
-    throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode int4 (expected rtn, awq_clip "
+    throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode {} (expected rtn, awq_clip "
                             "or awq_lite; max, entropy and percentile calibrate int8/fp8 activations)",
-                            m));
+                            m, o.quantize_mode));
   }
   return m;
 }
 
-void CheckInt4Options(const QuantizeOptions& o) {
+// The block length along K: fixed by nvfp4 (16) and mxfp8 (32), --block_size for int4.
+int64_t BlockSize(const QuantizeOptions& o, const BlockCodec& codec) {
+  return codec.fixed_block_size > 0 ? codec.fixed_block_size : o.block_size;
+}
+
+void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
+  const BlockCodec& codec = *format.block_codec;
+  if (codec.fixed_block_size > 0 && o.block_size != QuantizeOptions().block_size &&
+      o.block_size != codec.fixed_block_size) {
+    throw Error(fmt::format("--block_size {} does not apply to --quantize_mode {}: its blocks are {} weights by "
+                            "definition",
+                            o.block_size, format.name, codec.fixed_block_size));
+  }
+  if (o.use_zero_point && !codec.zero_points) {
+    throw Error(fmt::format("--use_zero_point applies to --quantize_mode int4 only ({} values are symmetric)",
+                            format.name));
+  }
   if (o.block_size == 0 || o.block_size < -1) {
     throw Error(fmt::format("--block_size must be a positive number of elements or -1 (one block per output "
                             "channel), got {}",
@@ -49,10 +65,13 @@ void CheckInt4Options(const QuantizeOptions& o) {
     throw Error(fmt::format("--awqclip_alpha_step must be in (0, 1], got {}", o.awqclip_alpha_step));
   }
   if (!o.calibration_cache.empty() || !o.save_calibration_cache.empty()) {
-    throw Error("--calibration_cache / --save_calibration_cache hold activation ranges of int8/fp8 calibration; "
-                "--quantize_mode int4 has none (its AWQ statistics are not cached)");
+    throw Error(fmt::format("--calibration_cache / --save_calibration_cache hold activation ranges of int8/fp8 "
+                            "calibration; --quantize_mode {} has none (its AWQ statistics are not cached)",
+                            format.name));
   }
-  if (o.dq_only) log::Info("--dq_only: int4 weights are always stored as INT4 initializers with DequantizeLinear only");
+  if (o.dq_only) {
+    log::Info("--dq_only: {} weights are always stored quantized with DequantizeLinear only", format.name);
+  }
 }
 
 // Gram matrices of every target's activation, filled by one pass of ONNX Runtime over the data.
@@ -155,16 +174,22 @@ bool IsInt4CalibrationMethod(const std::string& m) {
 QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
                             Clock::time_point start) {
   const std::string method = ResolveMethod(o);
-  CheckInt4Options(o);
+  CheckInt4Options(o, format);
   report.calibration_method = method;
+  const BlockCodec& codec = *format.block_codec;
+  const int64_t block_size = BlockSize(o, codec);
+  // nvfp4/mxfp8 for ONNX Runtime: the same values in containers its CPU kernels run (block_codec.h).
+  const bool ort_containers = o.target_runtime == "ort_cpu" && codec.ort_cpu_min_opset > 0;
+  const int64_t min_opset = ort_containers ? codec.ort_cpu_min_opset : format.min_opset;
+  const int64_t min_ir_version = ort_containers ? 10 : format.min_ir_version;  // IR 10: opset 21
 
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
   onnx::ModelProto& model = prepared.proto;
   report.original_opset = prepared.original_opset;
-  onnxio::UpgradeOpset(&model, format.min_opset);  // blocked DequantizeLinear and INT4/UINT4: opset 21
-  if (model.ir_version() < format.min_ir_version) model.set_ir_version(format.min_ir_version);
+  onnxio::UpgradeOpset(&model, min_opset);  // blocked DequantizeLinear (21) and the element types
+  if (model.ir_version() < min_ir_version) model.set_ir_version(min_ir_version);
   CanonicalForm canonical;
-  ApplyModelOptions(o, format.min_opset, &prepared, &canonical);
+  ApplyModelOptions(o, min_opset, &prepared, &canonical);
   report.output_opset = onnxio::DefaultOpset(model);
 
   const GraphIndex index(model.graph());
@@ -178,7 +203,8 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   Int4RewriteOptions rewrite;
   rewrite.format = &format;
-  rewrite.weight.block_size = o.block_size;
+  rewrite.weight.block_size = block_size;
+  rewrite.ort_cpu_form = ort_containers;
   rewrite.weight.zero_point = o.use_zero_point;
   rewrite.weight.alpha_min = o.awqclip_alpha_min;
   rewrite.weight.alpha_step = o.awqclip_alpha_step;
@@ -192,7 +218,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
     CompareCanonicalForm(&canonical, model, &data, Runtime(o), &report);
     report.synthetic_data = data.synthetic;
     report.batch_size = data.batch_size;
-    capture.emplace(model, index, plan, o.block_size);
+    capture.emplace(model, index, plan, block_size);
     const RuntimeOptions runtime = Runtime(o);
     report.num_calibration_samples = capture->Run(data, runtime, o.progress, &report.execution_providers);
     rewrite.grams = &capture->grams();
@@ -203,14 +229,14 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
   report.qdq_pairs = stats.weights;
   if (method == "awq_lite") {
-    log::Info("int4: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
-              stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
+    log::Info("{}: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
+              format.name, stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
   } else {
-    log::Info("int4: {} weight(s), {} block(s), {} clipped by awq_clip", stats.weights, stats.blocks,
+    log::Info("{}: {} weight(s), {} block(s), {} clipped by awq_clip", format.name, stats.weights, stats.blocks,
               stats.clipped_blocks);
   }
 
-  report.loss.not_evaluated_because = "the int4 mode has no loss report yet";
+  report.loss.not_evaluated_because = "the weight-only modes (int4, nvfp4, mxfp8) have no loss report yet";
   ConvertAndSave(&model, o, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "ptqkit/error.h"
+#include "quant/block_codec.h"
 #include "quant/int4_numerics.h"
 #include "quant/numerics.h"
 
@@ -64,6 +65,24 @@ const QuantFormat kFp8 = {
     .ort_cpu_fusions_unsafe = true,
 };
 
+uint8_t Fp4Bits(float x, float scale) { return QuantizeFloat4E2M1(x, scale); }
+float Fp4Value(uint8_t bits, float scale) { return Float4E2M1ToFloat(bits) * scale; }
+
+constexpr BlockCodec kInt4Codec = {.element = BlockElement::kInt4,
+                                   .scale_code = BlockScaleCode::kFloat,
+                                   .element_max = static_cast<float>(kInt4Max),
+                                   .zero_points = true};
+constexpr BlockCodec kNvfp4Codec = {.element = BlockElement::kE2M1,
+                                    .scale_code = BlockScaleCode::kE4M3TimesGlobal,
+                                    .element_max = kFloat4E2M1Max,
+                                    .fixed_block_size = 16,
+                                    .ort_cpu_min_opset = 21};
+constexpr BlockCodec kMxfp8Codec = {.element = BlockElement::kE4M3,
+                                    .scale_code = BlockScaleCode::kPowerOfTwo,
+                                    .element_max = kFloat8E4M3FNMax,
+                                    .fixed_block_size = 32,
+                                    .ort_cpu_min_opset = 21};
+
 // INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (int4_weight_only.h).
 const QuantFormat kInt4 = {
     .name = "int4",
@@ -78,12 +97,48 @@ const QuantFormat kInt4 = {
     .quantize = Int4Bits,
     .dequantize = Int4Value,
     .placement = {.weight_only = true},
+    .block_codec = &kInt4Codec,
+};
+
+// NVFP4 weight-only: E2M1 values in blocks of 16, E4M3 block scales times a float scale per
+// tensor, as the two-level DequantizeLinear TensorRT reads (block_codec.h).
+const QuantFormat kNvfp4 = {
+    .name = "nvfp4",
+    .storage_type = onnx::TensorProto_DataType_FLOAT4E2M1,
+    .zero_point_storage_type = 0,
+    .min_opset = 23,       // FLOAT4E2M1 in DequantizeLinear
+    .min_ir_version = 11,  // FLOAT4E2M1 element type
+    .values_per_byte = 2,
+    .qmin = -kFloat4E2M1Max,
+    .qmax = kFloat4E2M1Max,
+    .grid = {.qmax = kFloat4E2M1Max, .nearest = NearestFloat4E2M1},
+    .quantize = Fp4Bits,
+    .dequantize = Fp4Value,
+    .placement = {.weight_only = true},
+    .block_codec = &kNvfp4Codec,
+};
+
+// MXFP8 weight-only: E4M3 values in blocks of 32 sharing a power-of-two (E8M0) scale.
+const QuantFormat kMxfp8 = {
+    .name = "mxfp8",
+    .storage_type = onnx::TensorProto_DataType_FLOAT8E4M3FN,
+    .zero_point_storage_type = 0,
+    .min_opset = 24,       // ONNX's checker takes FLOAT8E8M0 DequantizeLinear scales from opset 24
+    .min_ir_version = 11,  // FLOAT8E8M0 element type
+    .values_per_byte = 1,
+    .qmin = -kFloat8E4M3FNMax,
+    .qmax = kFloat8E4M3FNMax,
+    .grid = {.qmax = kFloat8E4M3FNMax, .nearest = NearestFloat8E4M3FN},
+    .quantize = QuantizeFloat8E4M3FN,
+    .dequantize = Fp8Value,
+    .placement = {.weight_only = true},
+    .block_codec = &kMxfp8Codec,
 };
 
 }  // namespace
 
 const std::vector<const QuantFormat*>& AllFormats() {
-  static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4};
+  static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4, &kNvfp4, &kMxfp8};
   return kAll;
 }
 

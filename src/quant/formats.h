@@ -2,7 +2,7 @@
 // formats.cc is the one place where int8, fp8 and int4 differ: placement, the Q/DQ and weight-only
 // rewriters, calibration's scale search, the sensitivity scan and the pipelines read these traits
 // instead of branching on a format's name. Adding a format is adding a row (plus its scalar
-// reference numerics in numerics.h / int4_numerics.h).
+// reference numerics in numerics.h / int4_numerics.h / block_codec.h).
 //
 // The rows are immutable static data that live for the whole program; pass them by reference or
 // pointer. Thread-safe.
@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "calib/method.h"
+#include "quant/block_codec.h"
 
 namespace ptqkit {
 
 // What the placement rules quantize for a format (DESIGN.md "Placement").
 struct PlacementProfile {
-  // Only MatMul/Gemm weights, stored quantized, no activations (the weight-only planner,
-  // int4_weight_only.h); the other fields then do not apply.
+  // Only MatMul/Gemm weights, stored quantized in blocks, no activations (the weight-only planner,
+  // int4_weight_only.h, with the row's block_codec); the other fields then do not apply.
   bool weight_only = false;
   bool quantize_conv_transpose = true;
   // Convs with fewer input or output channels stay float.
@@ -78,11 +79,13 @@ struct QuantFormat {
   // and autotune checks run every format there): the ONNX Runtime bundled with ptqkit (1.30)
   // builds integer-only fusions (QLinearConv) on FP8 Q/DQ at its default level.
   bool ort_cpu_fusions_unsafe = false;
+  // Weight-only formats: how a block of weights is encoded (block_codec.h); null otherwise.
+  const BlockCodec* block_codec = nullptr;
 };
 
-// The row named `name` ("int8", "fp8", "int4"). `option` names the option the value came from, for
+// The row named `name` ("int8", "fp8", "int4", "nvfp4", "mxfp8"). `option` names the option the value came from, for
 // the error. With activations_only, weight-only formats are not accepted. Throws ptqkit::Error
-// "unknown <option> '<name>' (expected int8, fp8 or int4)" otherwise.
+// "unknown <option> '<name>' (expected int8, fp8, int4, ...)" otherwise.
 const QuantFormat& FindFormat(std::string_view name, std::string_view option, bool activations_only = false);
 
 // The 8-bit fake-quantized format whose values have ONNX element type `type` (int8, fp8), as a

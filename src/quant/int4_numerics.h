@@ -97,6 +97,7 @@ BlockedLayout MakeBlockedLayout(const std::vector<int64_t>& shape, int axis, int
 struct Int4BlockParams {
   float scale = 1.0f;
   uint8_t zero_point = 0;  // UINT4 only; 0 for INT4
+  uint8_t scale_code = 0;  // nvfp4/mxfp8: the E4M3 / E8M0 byte stored for `scale` (block_codec.h)
 };
 
 // Parameters for the `n` values w[0], w[stride], ... of one block clipped by `alpha` (0 < alpha <= 1):

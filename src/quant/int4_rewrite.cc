@@ -104,6 +104,7 @@ class Int4Rewriter {
     }
     Int4WeightOptions wo = options_.weight;
     wo.half_scales = half;
+    wo.codec = options_.format->block_codec;
     const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
     const std::optional<BlockGram> gram = GroupGram(targets, layout);
     const Int4Weight q = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
@@ -111,25 +112,74 @@ class Int4Rewriter {
     stats_.blocks += layout.num_scales();
     stats_.clipped_blocks += q.clipped_blocks;
 
-    const std::string q_name = Fresh(name + (options_.weight.zero_point ? "_uint4" : "_int4"));
+    int first = targets.front()->node;
+    for (const auto* t : targets) first = std::min(first, t->node);
     const QuantFormat& format = *options_.format;
-    AddInit(q_name, options_.weight.zero_point ? format.zero_point_storage_type : format.storage_type, shape, q.packed);
-    const std::string s_name = Fresh(name + "_scale");
-    AddInit(s_name, w.data_type(), q.scale_shape, ScaleBytes(q.scales, half));
-    std::vector<std::string> inputs = {q_name, s_name};
-    if (options_.weight.zero_point) {
-      inputs.push_back(Fresh(name + "_zero_point"));
-      AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
+    std::vector<std::pair<std::string, int64_t>> attributes = {{"axis", axis}, {"block_size", layout.block}};
+    std::vector<std::string> inputs;
+    if (format.block_codec == nullptr || format.block_codec->element == BlockElement::kInt4) {
+      const std::string q_name = Fresh(name + (options_.weight.zero_point ? "_uint4" : "_int4"));
+      AddInit(q_name, options_.weight.zero_point ? format.zero_point_storage_type : format.storage_type, shape, q.packed);
+      const std::string s_name = Fresh(name + "_scale");
+      AddInit(s_name, w.data_type(), q.scale_shape, ScaleBytes(q.scales, half));
+      inputs = {q_name, s_name};
+      if (options_.weight.zero_point) {
+        inputs.push_back(Fresh(name + "_zero_point"));
+        AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
+      }
+    } else {
+      inputs = CodedInputs(name, w.data_type(), shape, q, first, &attributes);
     }
     const std::string dq_name = Fresh(name + "_DequantizeLinear");
     const std::string out = Fresh(name + "_DequantizeLinear_Output");
-    onnx::NodeProto dq =
-        GraphEditor::MakeNode("DequantizeLinear", dq_name, inputs, out, {{"axis", axis}, {"block_size", layout.block}});
-    int first = targets.front()->node;
-    for (const auto* t : targets) first = std::min(first, t->node);
-    editor_.InsertBefore(first, std::move(dq));
+    editor_.InsertBefore(first, GraphEditor::MakeNode("DequantizeLinear", dq_name, inputs, out, attributes));
     if (!q.activation_scales.empty()) AddActivationScaling(name, w.data_type(), half, q, targets);
     return out;
+  }
+
+  // nvfp4 / mxfp8 (block_codec.h): the values' initializer and the scale input of the weight's
+  // DequantizeLinear; nvfp4's scale is itself DequantizeLinear(E4M3 codes, global), inserted
+  // before node `first`. With ort_cpu_form, E2M1 values go as FLOAT8E4M3FN bytes and E8M0 scales
+  // as the weight's float type (ONNX Runtime's CPU kernels take neither FLOAT4E2M1 nor E8M0).
+  std::vector<std::string> CodedInputs(const std::string& name, int32_t float_type, const std::vector<int64_t>& shape,
+                                       const Int4Weight& q, int first,
+                                       std::vector<std::pair<std::string, int64_t>>* attributes) {
+    const QuantFormat& format = *options_.format;
+    const BlockCodec& codec = *format.block_codec;
+    const bool ort = options_.ort_cpu_form;
+    const bool half = float_type == onnx::TensorProto::FLOAT16;
+    const std::string q_name = Fresh(name + "_" + std::string(format.name));
+    if (codec.element == BlockElement::kE2M1 && ort) {
+      const int64_t count = q.layout.num_elements();
+      std::string bytes(static_cast<size_t>(count), '\0');
+      for (int64_t i = 0; i < count; ++i) {
+        const auto packed = static_cast<uint8_t>(q.packed[static_cast<size_t>(i / 2)]);
+        bytes[static_cast<size_t>(i)] =
+            static_cast<char>(Float4E2M1ToFloat8E4M3FN(static_cast<uint8_t>(i % 2 ? packed >> 4 : packed & 0x0f)));
+      }
+      AddInit(q_name, onnx::TensorProto::FLOAT8E4M3FN, shape, bytes);
+    } else {
+      AddInit(q_name, format.storage_type, shape, q.packed);
+    }
+    const std::string codes(q.scale_codes.begin(), q.scale_codes.end());
+    if (codec.scale_code == BlockScaleCode::kE4M3TimesGlobal) {
+      const std::string code_name = Fresh(name + "_block_scale_e4m3");
+      AddInit(code_name, onnx::TensorProto::FLOAT8E4M3FN, q.scale_shape, codes);
+      const std::string global_name = Fresh(name + "_global_scale");
+      AddInit(global_name, float_type, {}, ScaleBytes({q.global_scale}, half));
+      const std::string scale = Fresh(name + "_block_scale");
+      editor_.InsertBefore(first, GraphEditor::MakeNode("DequantizeLinear", Fresh(name + "_block_scale_DequantizeLinear"),
+                                                        {code_name, global_name}, scale));
+      return {q_name, scale};
+    }
+    const std::string s_name = Fresh(name + "_scale");
+    if (ort) {
+      AddInit(s_name, float_type, q.scale_shape, ScaleBytes(q.scales, half));
+    } else {
+      AddInit(s_name, onnx::TensorProto::FLOAT8E8M0, q.scale_shape, codes);
+      attributes->emplace_back("output_dtype", float_type);  // an E8M0 scale does not name the output type
+    }
+    return {q_name, s_name};
   }
 
   // awq_lite: the weight now stores Q(diag(s) W), so each consumer's activation is multiplied by

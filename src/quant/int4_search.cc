@@ -119,12 +119,43 @@ double BlockError(const double* g, int64_t ld, const double* __restrict dw, int6
   return e;
 }
 
+bool IsInt4(const Int4WeightOptions& o) { return o.codec == nullptr || o.codec->element == BlockElement::kInt4; }
+
 // A block's parameters as the model will use them: the search must judge the real scale.
+// `global`: nvfp4's per-tensor scale (block_codec.h), unused otherwise.
 Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float alpha, const Int4WeightOptions& o,
-                             float min_scale) {
+                             float min_scale, float global) {
+  if (!IsInt4(o)) {
+    float amax = 0.0f;  // NaN skipped; an infinity makes the block degenerate (EncodeBlockScale)
+    for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(w[i * stride]));
+    const CodedScale c = EncodeBlockScale(*o.codec, amax * alpha / o.codec->element_max, global, o.half_scales);
+    Int4BlockParams p;
+    p.scale = c.scale;
+    p.scale_code = c.code;
+    return p;
+  }
   Int4BlockParams p = BlockParams(w, stride, len, alpha, o.zero_point, min_scale);
   if (o.half_scales) p.scale = std::max(HalfToFloat(FloatToHalf(p.scale)), kDegenerateScale);
   return p;
+}
+
+// The value the model computes for x in a block with `p`.
+inline float Qdq(float x, const Int4BlockParams& p, const Int4WeightOptions& o) {
+  if (IsInt4(o)) return QuantDequant(x, p, o.zero_point);
+  return DequantizeBlockElement(o.codec->element, QuantizeBlockElement(o.codec->element, x, p.scale), p.scale);
+}
+
+// nvfp4's global scale for the weight values w (or w * s per K channel when `s` is given); 0 for
+// the other codecs.
+float GlobalScale(const std::vector<float>& w, const std::vector<float>* s, const BlockedLayout& l,
+                  const Int4WeightOptions& o) {
+  if (o.codec == nullptr || o.codec->scale_code != BlockScaleCode::kE4M3TimesGlobal) return 0.0f;
+  float amax = 0.0f;
+  for (size_t e = 0; e < w.size(); ++e) {
+    const float v = s ? w[e] * (*s)[static_cast<size_t>((static_cast<int64_t>(e) / l.inner) % l.k)] : w[e];
+    if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
+  }
+  return Nvfp4GlobalScale(amax, o.half_scales);
 }
 
 // Threads for a per-column job over `columns` output columns (at least 8 columns each).
@@ -157,6 +188,7 @@ void ForColumns(int threads, int64_t columns, const Fn& fn) {
 double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& s, const std::vector<float>& inv,
                       const BlockedLayout& l, const BlockGram& g, const Int4WeightOptions& o) {
   const float min_scale = o.half_scales ? kDegenerateScale : kMinScale;
+  const float global = GlobalScale(w, &s, l, o);
   const int64_t columns = l.outer * l.inner, nb = l.num_blocks();
   std::vector<double> column_error(static_cast<size_t>(columns), 0.0);
   ForColumns(ColumnThreads(o.threads, columns), columns, [&](int64_t begin, int64_t end) {
@@ -170,10 +202,10 @@ double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& s, 
         for (int64_t j = 0; j < len; ++j) {
           ws[static_cast<size_t>(j)] = w[static_cast<size_t>(first + j * l.inner)] * s[static_cast<size_t>(k0 + j)];
         }
-        const Int4BlockParams p = SearchParams(ws.data(), 1, len, 1.0f, o, min_scale);
+        const Int4BlockParams p = SearchParams(ws.data(), 1, len, 1.0f, o, min_scale, global);
         for (int64_t j = 0; j < len; ++j) {
           const float v = w[static_cast<size_t>(first + j * l.inner)];
-          const double deq = static_cast<double>(QuantDequant(ws[static_cast<size_t>(j)], p, o.zero_point));
+          const double deq = static_cast<double>(Qdq(ws[static_cast<size_t>(j)], p, o));
           dw[static_cast<size_t>(j)] = std::isfinite(v) ? static_cast<double>(inv[static_cast<size_t>(k0 + j)]) * deq - v : 0.0;
         }
         column_error[static_cast<size_t>(c)] += BlockError(g.Block(b), l.block, dw.data(), len, y.data());
@@ -196,7 +228,13 @@ class WeightQuantizer {
  public:
   WeightQuantizer(const std::vector<float>& w, const BlockedLayout& layout, const BlockGram* gram,
                   const Int4WeightOptions& o, Int4Weight* out)
-      : w_(w), l_(layout), gram_(gram), o_(o), out_(out), min_scale_(o.half_scales ? kDegenerateScale : kMinScale) {
+      : w_(w),
+        l_(layout),
+        gram_(gram),
+        o_(o),
+        out_(out),
+        min_scale_(o.half_scales ? kDegenerateScale : kMinScale),
+        global_(GlobalScale(w, nullptr, layout, o)) {
     // Computed from integers so that 1 - 0.05 * s gives the same float on every platform.
     for (int s = 1; s < 1000; ++s) {
       const double alpha = 1.0 - o.alpha_step * s;
@@ -209,24 +247,22 @@ class WeightQuantizer {
   // threads gives the same bytes as one thread.
   void Run() {
     const int64_t columns = l_.outer * l_.inner;
-    q_.assign(static_cast<size_t>(l_.num_elements()), 0);
+    codes_.assign(static_cast<size_t>(l_.num_elements()), 0);
     out_->scales.assign(static_cast<size_t>(l_.num_scales()), 0.0f);
     if (o_.zero_point) out_->zero_points.assign(static_cast<size_t>(l_.num_scales()), 0);
+    if (!IsInt4(o_)) out_->scale_codes.assign(static_cast<size_t>(l_.num_scales()), 0);
+    out_->global_scale = global_;
     clipped_.assign(static_cast<size_t>(columns), 0);
     ForColumns(ColumnThreads(o_.threads, columns), columns, [this](int64_t begin, int64_t end) { Columns(begin, end); });
     for (int64_t c : clipped_) out_->clipped_blocks += c;
-    if (o_.zero_point) {
-      std::vector<uint8_t> u(q_.size());
-      for (size_t e = 0; e < q_.size(); ++e) u[e] = static_cast<uint8_t>(q_[e]);
-      out_->packed = PackUint4(u);
-    } else {
-      out_->packed = PackInt4(q_);
-    }
+    // 4-bit codes two per byte (PackUint4 keeps each code's low nibble: INT4 -1 is 0xF); FP8 a byte each.
+    if (IsInt4(o_) || o_.codec->element == BlockElement::kE2M1) out_->packed = PackUint4(codes_);
+    else out_->packed.assign(codes_.begin(), codes_.end());
   }
 
  private:
   Int4BlockParams Params(const float* w, int64_t stride, int64_t len, float alpha) const {
-    return SearchParams(w, stride, len, alpha, o_, min_scale_);
+    return SearchParams(w, stride, len, alpha, o_, min_scale_, global_);
   }
 
   // Blocks outer (one block's Gram stays in cache across the columns); every (block, column) is
@@ -255,20 +291,23 @@ class WeightQuantizer {
         const auto s = static_cast<size_t>((o * nb + b) * l_.inner + i);
         out_->scales[s] = best.scale;
         if (o_.zero_point) out_->zero_points[s] = best.zero_point;
-        for (int64_t j = 0; j < len; ++j) {
-          const float v = w[j * l_.inner];
-          q_[static_cast<size_t>(first + j * l_.inner)] =
-              o_.zero_point ? static_cast<int8_t>(QuantizeUint4(v, best.scale, best.zero_point))
-                            : QuantizeInt4(v, best.scale);
-        }
+        if (!IsInt4(o_)) out_->scale_codes[s] = best.scale_code;
+        for (int64_t j = 0; j < len; ++j) codes_[static_cast<size_t>(first + j * l_.inner)] = Code(w[j * l_.inner], best);
       }
     }
+  }
+
+  // The stored code of v: INT4 (as its byte), UINT4, or the codec's element.
+  uint8_t Code(float v, const Int4BlockParams& p) const {
+    if (!IsInt4(o_)) return QuantizeBlockElement(o_.codec->element, v, p.scale);
+    if (o_.zero_point) return QuantizeUint4(v, p.scale, p.zero_point);
+    return static_cast<uint8_t>(QuantizeInt4(v, p.scale));
   }
 
   double OutputError(const float* w, int64_t len, const Int4BlockParams& p, int64_t block, double* dw, double* y) const {
     for (int64_t j = 0; j < len; ++j) {
       const float v = w[j * l_.inner];
-      dw[j] = std::isfinite(v) ? static_cast<double>(QuantDequant(v, p, o_.zero_point)) - v : 0.0;
+      dw[j] = std::isfinite(v) ? static_cast<double>(Qdq(v, p, o_)) - v : 0.0;
     }
     return BlockError(gram_->Block(block), l_.block, dw, len, y);
   }
@@ -279,7 +318,8 @@ class WeightQuantizer {
   Int4WeightOptions o_;
   Int4Weight* out_;
   float min_scale_;
-  std::vector<int8_t> q_;  // INT4 values, or UINT4 values 0..15 held in int8
+  float global_;                // nvfp4's per-tensor scale (0 otherwise)
+  std::vector<uint8_t> codes_;  // one stored code per element, before packing
   std::vector<int64_t> clipped_;
   std::vector<float> alphas_;
 };

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "onnx/graph_index.h"
+#include "quant/block_codec.h"
 #include "quant/formats.h"
 #include "quant/int4_numerics.h"
 
@@ -125,13 +126,19 @@ struct Int4WeightOptions {
   // awq_lite: per input channel scaling chosen on the Gram (see above), then the clip search on
   // the scaled weight. Needs a Gram; without one (or for a weight of rank > 2) the weight gets RTN.
   bool awq_lite = false;
+  // The element and scale encoding (block_codec.h); null: int4 (INT4, or UINT4 with zero_point).
+  const BlockCodec* codec = nullptr;
 };
 
 struct Int4Weight {
   BlockedLayout layout;
   std::vector<int64_t> scale_shape;
-  std::string packed;                // the 4-bit values, two per byte
-  std::vector<float> scales;         // layout.num_scales(), in scale-index order
+  std::string packed;                // the values: 4-bit ones two per byte, 8-bit ones a byte each
+  std::vector<float> scales;         // layout.num_scales(), in scale-index order (as the model computes them)
+  // nvfp4/mxfp8: the stored E4M3 / E8M0 byte of each scale, and nvfp4's global scale (the
+  // weight's float type's value).
+  std::vector<uint8_t> scale_codes;
+  float global_scale = 0.0f;
   std::vector<uint8_t> zero_points;  // same, UINT4 only
   int64_t clipped_blocks = 0;        // blocks whose alpha < 1
   // awq_lite: the chosen alpha and the factor the activation is multiplied by, per K channel
@@ -158,6 +165,8 @@ struct Int4RewriteOptions {
   Int4WeightOptions weight;
   // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
   const std::map<std::string, BlockGram>* grams = nullptr;
+  // nvfp4/mxfp8: write the containers ONNX Runtime's CPU kernels run (block_codec.h); same values.
+  bool ort_cpu_form = false;
 };
 
 struct Int4RewriteStats {
@@ -170,7 +179,8 @@ struct Int4RewriteStats {
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
-// model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types).
+// model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types),
+// or its block codec's ort_cpu_min_opset with ort_cpu_form.
 Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
 
 }  // namespace ptqkit
