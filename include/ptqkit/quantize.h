@@ -80,6 +80,12 @@ struct QuantizeOptions {
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
   // awq_clip search tries alpha = 1 - s * awqclip_alpha_step down to awqclip_alpha_min.
   int64_t block_size = 128;
+  // int4 only: "int4,int8" stores some MatMul/Gemm weights as INT8 (per output channel) instead:
+  // those of int8_nodes (selectors, as nodes_to_exclude), then, with accuracy_budget, the fewest
+  // more that bring the divergence within it (ranked by what each one's INT8 copy recovers).
+  // int8_nodes alone implies it.
+  std::string mixed_precision;
+  std::vector<std::string> int8_nodes;
   bool use_zero_point = false;
   double awqclip_alpha_step = 0.05;
   double awqclip_alpha_min = 0.5;
@@ -88,8 +94,8 @@ struct QuantizeOptions {
   bool direct_io_types = false;  // fp16/bf16: graph inputs/outputs change type (no boundary Casts)
   bool use_external_data_format = false;
 
-  // The loss report: the last `eval_samples` samples of the calibration data are held out of the
-  // calibration (when there are at least twice as many) and both models run on them; 0 = no report.
+  // The loss report: `eval_samples` samples spread evenly through the calibration data (at most a
+  // quarter of it) are held out of the calibration and both models run on them; 0 = no report.
   int64_t eval_samples = 16;
   std::string report_json;  // write the run's report (loss included) as JSON here
   std::string report_html;  // ... and as a self-contained HTML page (loss table, budget curve)
@@ -190,6 +196,8 @@ struct LossReport {
 // The accuracy-budget search of a quantize run (QuantizeOptions::accuracy_budget).
 struct AccuracyBudgetReport {
   bool used = false;
+  // What the search's nodes are kept in: "float" (int8/fp8), "int8 weights" (--mixed_precision).
+  std::string kept_as = "float";
   std::string metric;  // kl_div | mse | cos | top1
   double budget = 0.0;
   bool met = false;
@@ -226,6 +234,8 @@ struct QuantizeReport {
   int smoothed_matmul_inputs = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
   WeightRoundingReport weight_rounding;
+  // Weight-only modes: (MatMul/Gemm node, the format of its weight: int4, int8, nvfp4, mxfp8), graph order.
+  std::vector<std::pair<std::string, std::string>> weight_precision;
   // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
   // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
   int ort_fp16_bias_overflows = 0;

@@ -56,7 +56,7 @@ LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::Mode
                        const CalibrationData& data, const accuracy::SampleRange& range, bool held_out,
                        const RuntimeOptions& runtime,
                        const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
-                       calib::Grid grid) {
+                       calib::Grid grid, const std::string& advice) {
   LossReport loss;
   loss.evaluated = true;
   loss.held_out = held_out;
@@ -87,7 +87,7 @@ LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::Mode
     }
     loss.warning = fmt::format(
         "quantization lost accuracy: {}. {}", fmt::join(lost, "; "),
-        culprits.empty() ? "Run `ptqkit sensitivity` to find the nodes to keep in float."
+        culprits.empty() ? (advice.empty() ? "Run `ptqkit sensitivity` to find the nodes to keep in float." : advice)
                          : fmt::format("Most likely culprits: {}. Keep their consumers in float (--nodes_to_exclude), "
                                        "try another --calibration_method, or set an --accuracy_budget.",
                                        fmt::join(culprits, ", ")));

@@ -43,11 +43,13 @@ void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split);
 accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split);
 
 // Runs `quantized` on the split's batches and compares it with `reference` (the FP32 outputs on
-// the same batches). `runtime` decides the ONNX Runtime level (basic = fake-quant).
+// the same batches). `runtime` decides the ONNX Runtime level (basic = fake-quant). The warning
+// names the activations with the largest quantization error (from `table` and `amax`), or gives
+// `advice` when there are none (default: run `ptqkit sensitivity`).
 LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::ModelProto& quantized,
                        const CalibrationData& data, const accuracy::SampleRange& range, bool held_out,
                        const RuntimeOptions& runtime,
                        const calib::CalibrationTable& table, const std::map<std::string, float>& amax,
-                       calib::Grid grid);
+                       calib::Grid grid, const std::string& advice = "");
 
 }  // namespace ptqkit

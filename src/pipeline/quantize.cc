@@ -107,8 +107,13 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
                             o.intra_op_num_threads));
   }
   if (o.accuracy_budget >= 0) accuracy::ParseBudgetMetric(o.accuracy_budget_metric);  // names a bad metric early
-  if (o.accuracy_budget >= 0 && format.placement.weight_only) {
-    throw Error(fmt::format("--accuracy_budget applies to {}", FormatNames(true)));
+  const bool mixed_precision = !o.mixed_precision.empty() || !o.int8_nodes.empty();
+  if (o.accuracy_budget >= 0 && format.placement.weight_only && !mixed_precision) {
+    throw Error(fmt::format("--accuracy_budget applies to {}, or to int4 with --mixed_precision int4,int8",
+                            FormatNames(true)));
+  }
+  if (mixed_precision && !format.placement.weight_only) {
+    throw Error(fmt::format("--mixed_precision / --int8_nodes apply to --quantize_mode int4 (got {})", format.name));
   }
   if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {
     throw Error(fmt::format("--smoothquant_alpha must be in [0, 1] (0 = off), got {}", o.smoothquant_alpha));

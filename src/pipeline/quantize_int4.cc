@@ -13,12 +13,17 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "accuracy/output_agreement.h"
 #include "pipeline/canonical_check.h"
+#include "pipeline/candidate_models.h"
+#include "pipeline/loss_measurement.h"
+#include "pipeline/mixed_precision_search.h"
 #include "pipeline/model_output.h"
 #include "pipeline/model_options.h"
 #include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
+#include "quant/selectors.h"
 #include "runtime/session.h"
 
 namespace ptqkit {
@@ -26,8 +31,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string ResolveMethod(const QuantizeOptions& o) {
-  const std::string m = o.calibration_method.empty() ? "awq_clip" : o.calibration_method;
+std::string ResolveMethod(const QuantizeOptions& o, const BlockCodec& codec) {
+  const std::string m = o.calibration_method.empty() ? codec.default_method : o.calibration_method;
   if (m != "rtn" && m != "awq_clip" && m != "awq_lite") {
     throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode {} (expected rtn, awq_clip "
                             "or awq_lite; max, entropy and percentile calibrate int8/fp8 activations)",
@@ -48,6 +53,12 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
     throw Error(fmt::format("--block_size {} does not apply to --quantize_mode {}: its blocks are {} weights by "
                             "definition",
                             o.block_size, format.name, codec.fixed_block_size));
+  }
+  if (!o.mixed_precision.empty() && o.mixed_precision != "int4,int8") {
+    throw Error(fmt::format("unknown --mixed_precision '{}' (expected int4,int8)", o.mixed_precision));
+  }
+  if ((!o.mixed_precision.empty() || !o.int8_nodes.empty()) && format.name != "int4") {
+    throw Error(fmt::format("--mixed_precision / --int8_nodes apply to --quantize_mode int4 (got {})", format.name));
   }
   if (o.use_zero_point && !codec.zero_points) {
     throw Error(fmt::format("--use_zero_point applies to --quantize_mode int4 only ({} values are symmetric)",
@@ -165,6 +176,55 @@ class GramCapture {
   throw Error(fmt::format("'{}' has no MatMul/Gemm whose weight --quantize_mode int4 can quantize ({})", path, reasons));
 }
 
+// The FP32 outputs on the held-out samples, taken before the weights are rewritten.
+struct HeldOut {
+  EvalSplit split;
+  accuracy::SampleRange range;
+  accuracy::BatchOutputs reference;
+  double seconds = 0.0;
+};
+
+// --mixed_precision int4,int8: the weights of --int8_nodes' nodes among the plan's targets.
+std::set<std::string> Int8NodeWeights(const QuantizeOptions& o, const GraphIndex& index, const Int4Plan& plan) {
+  std::set<std::string> weights;
+  if (o.int8_nodes.empty()) return weights;
+  const NodeSelector selected(index, o.int8_nodes, {}, "--int8_nodes", "");
+  for (const auto& t : plan.targets) {
+    if (selected.Selects(t.node)) weights.insert(t.weight);
+  }
+  return weights;
+}
+
+// The loss report on the held-out samples (ONNX Runtime's basic level: the blocked DequantizeLinear
+// as written; its default level fuses INT4 ones into MatMulNBits, which quantizes the activations
+// to int8 unless told otherwise). The standard nvfp4/mxfp8 containers run as their ONNX Runtime
+// twins: the dequantized weights are the same bits.
+void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, std::optional<CalibrationData>& data, const HeldOut& held, QuantizeReport* report) {
+  if (!data || held.split.evaluated.empty()) {
+    report->loss.not_evaluated_because = !data             ? "rtn read no data; give --calibration_data_path"
+                                         : o.eval_samples <= 0 ? "--eval_samples 0"
+                                                               : "no calibration samples";
+    return;
+  }
+  const auto start = Clock::now();
+  RuntimeOptions runtime = Runtime(o);
+  runtime.basic_optimizations_only = true;
+  const onnx::ModelProto* runnable = &model;
+  std::optional<onnx::ModelProto> twin;
+  if (HasStandardBlockContainers(model.graph())) {
+    twin.emplace(model);
+    UseOrtCpuContainers(twin->mutable_graph());
+    runnable = &*twin;
+  }
+  report->loss = MeasureLoss(held.reference, *runnable, *data, held.range, held.split.held_out, runtime, {}, {}, {},
+                             "Keep the most sensitive MatMul/Gemm weights in float (--nodes_to_exclude) or use "
+                             "--calibration_method awq_lite.");
+  report->loss.sample_indices = held.split.evaluated;
+  report->loss.seconds = held.seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  if (report->accuracy_budget.used && report->accuracy_budget.met) report->loss.warning.clear();  // as asked
+  if (!report->loss.warning.empty()) log::Warn("{}", report->loss.warning);
+}
+
 }  // namespace
 
 bool IsInt4CalibrationMethod(const std::string& m) {
@@ -173,10 +233,10 @@ bool IsInt4CalibrationMethod(const std::string& m) {
 
 QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
                             Clock::time_point start) {
-  const std::string method = ResolveMethod(o);
+  const BlockCodec& codec = *format.block_codec;
+  const std::string method = ResolveMethod(o, codec);
   CheckInt4Options(o, format);
   report.calibration_method = method;
-  const BlockCodec& codec = *format.block_codec;
   const int64_t block_size = BlockSize(o, codec);
   // nvfp4/mxfp8 for ONNX Runtime: the same values in containers its CPU kernels run (block_codec.h).
   const bool ort_containers = o.target_runtime == "ort_cpu" && codec.ort_cpu_min_opset > 0;
@@ -210,24 +270,61 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   rewrite.weight.alpha_step = o.awqclip_alpha_step;
   rewrite.weight.threads = threads;
   rewrite.weight.awq_lite = method == "awq_lite";
+  const bool mixed = !o.mixed_precision.empty() || !o.int8_nodes.empty();
+  if (mixed) {
+    rewrite.high_format = &Int8WeightOnlyFormat();
+    rewrite.high_weights = Int8NodeWeights(o, index, plan);
+  }
 
   std::optional<GramCapture> capture;
+  std::optional<CalibrationData> data;
+  HeldOut held;
   const auto calib_start = Clock::now();
-  if (method != "rtn") {  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass
-    const CalibrationData data = OpenCalibrationData(prepared, CalibrationRequest(o));
-    CompareCanonicalForm(&canonical, model, &data, Runtime(o), &report);
-    report.synthetic_data = data.synthetic;
-    report.batch_size = data.batch_size;
-    capture.emplace(model, index, plan, block_size);
+  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass. rtn reads data only when
+  // given some, for the loss report.
+  if (method != "rtn" || !o.calibration_data_path.empty()) {
+    data.emplace(OpenCalibrationData(prepared, CalibrationRequest(o)));
+    CompareCanonicalForm(&canonical, model, &*data, Runtime(o), &report);
+    report.synthetic_data = data->synthetic;
+    report.batch_size = data->batch_size;
+    held.split = SplitForEvaluation(*data, o.eval_samples);  // held-out samples calibrate nothing
+    UseCalibrationSamples(&*data, held.split);
     const RuntimeOptions runtime = Runtime(o);
-    report.num_calibration_samples = capture->Run(data, runtime, o.progress, &report.execution_providers);
-    rewrite.grams = &capture->grams();
+    if (method != "rtn") {
+      capture.emplace(model, index, plan, block_size);
+      report.num_calibration_samples = capture->Run(*data, runtime, o.progress, &report.execution_providers);
+      rewrite.grams = &capture->grams();
+    }
+    if (!held.split.evaluated.empty()) {
+      const auto reference_start = Clock::now();
+      held.range = UseEvaluationSamples(&*data, held.split);
+      held.reference = accuracy::RunOutputs(model, data->set, held.range, runtime);
+      held.seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
+    }
   }
   CompareCanonicalForm(&canonical, model, nullptr, Runtime(o), &report);  // rtn: counts only
   report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
 
+  std::map<std::string, Int4Weight> quantized_weights;  // the budget's candidates quantize each weight once
+  if (o.accuracy_budget >= 0) {
+    if (!data || held.split.evaluated.empty()) {
+      throw Error("--accuracy_budget needs calibration data (--calibration_data_path) and held-out samples "
+                  "(--eval_samples > 0)");
+    }
+    RuntimeOptions runtime = Runtime(o);
+    runtime.basic_optimizations_only = true;  // as the loss report judges the file
+    CandidateScorer scorer(o, held.reference, *data, held.range, runtime);
+    rewrite.cache = &quantized_weights;
+    rewrite.high_weights = SearchInt8Weights(o, model, plan, rewrite, scorer, &report);
+  }
+  for (const auto& t : plan.targets) {
+    const bool int8 = rewrite.high_weights.count(t.weight) > 0;
+    report.weight_precision.emplace_back(index.node(t.node).name(), int8 ? "int8" : std::string(format.name));
+  }
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
+  quantized_weights.clear();
   report.qdq_pairs = stats.weights;
+  if (mixed) log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weights);
   if (method == "awq_lite") {
     log::Info("{}: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
               format.name, stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
@@ -236,9 +333,12 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
               stats.clipped_blocks);
   }
 
-  report.loss.not_evaluated_because = "the weight-only modes (int4, nvfp4, mxfp8) have no loss report yet";
-  ConvertAndSave(&model, o, &report);
+  capture.reset();  // the Grams are not needed any more
+  ConvertPrecision(&model, o, &report);
+  StagedOutput output(&model, o, report.output_path);  // written, not yet visible
+  ReportLoss(o, model, data, held, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  output.Commit(o, report);
   return report;
 }
 

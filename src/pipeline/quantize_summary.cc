@@ -46,11 +46,12 @@ void AppendBudget(std::string& out, const AccuracyBudgetReport& b) {
   if (!b.used) return;
   auto it = std::back_inserter(out);
   fmt::format_to(it,
-                 "accuracy budget: {} <= {} {} with {} node(s) in float ({} ranked by sensitivity; {} full "
+                 "accuracy budget: {} <= {} {} with {} node(s) in {} ({} ranked by sensitivity; {} full "
                  "evaluation(s))\n",
-                 b.metric, b.budget, b.met ? "met" : "NOT met", b.excluded_nodes.size(), b.ranked_nodes, b.evaluations);
-  for (const auto& [k, d] : b.curve) fmt::format_to(it, "  {:>6} in float -> {} {:.6g}\n", k, b.metric, d);
-  for (const auto& node : b.excluded_nodes) fmt::format_to(it, "  kept in float: {}\n", node);
+                 b.metric, b.budget, b.met ? "met" : "NOT met", b.excluded_nodes.size(), b.kept_as, b.ranked_nodes,
+                 b.evaluations);
+  for (const auto& [k, d] : b.curve) fmt::format_to(it, "  {:>6} in {} -> {} {:.6g}\n", k, b.kept_as, b.metric, d);
+  for (const auto& node : b.excluded_nodes) fmt::format_to(it, "  kept in {}: {}\n", b.kept_as, node);
 }
 
 void AppendAutotune(std::string& out, const AutotuneReport& r) {
@@ -98,7 +99,8 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   auto it = std::back_inserter(out);
   fmt::format_to(it, "Wrote {}\n", r.output_path);
   if (r.calibration_method == "rtn") {
-    fmt::format_to(it, "calibration: none (int4 rtn reads no data)\n");
+    fmt::format_to(it, "calibration: none ({} rtn: round to nearest{})\n", o.quantize_mode,
+                   r.loss.evaluated ? "; the data serves the loss report only" : ", reads no data");
   } else if (r.calibration_from_cache) {
     const std::string& cache = o.calibration_cache.empty() ? o.calibration_cache_path : o.calibration_cache;
     fmt::format_to(it, "calibration: {:.3f} s (ranges read from {})\n", r.calibration_seconds, cache);
@@ -117,6 +119,15 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
+  std::vector<std::string> int8_nodes;  // --mixed_precision: the nodes whose weight is INT8
+  for (const auto& [node, precision] : r.weight_precision) {
+    if (precision == "int8" && format.name != "int8") int8_nodes.push_back(node);
+  }
+  if (!int8_nodes.empty()) {
+    fmt::format_to(it, "  weights stored as INT8 (--mixed_precision int4,int8): {} of {} node(s)\n", int8_nodes.size(),
+                   r.weight_precision.size());
+    for (const auto& node : int8_nodes) fmt::format_to(it, "    {}\n", node);
+  }
   if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations > 0) {
     const std::string check = r.canonical_checked_samples > 0
                                   ? fmt::format("outputs vs the model as given: max |diff| {:.3g} on {} sample(s)",

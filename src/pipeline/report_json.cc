@@ -51,6 +51,7 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
 nlohmann::ordered_json AccuracyBudgetToJson(const AccuracyBudgetReport& b) {
   nlohmann::ordered_json j;
   j["used"] = b.used;
+  j["kept_as"] = b.kept_as;
   j["metric"] = b.metric;
   j["budget"] = b.budget;
   j["met"] = b.met;
@@ -100,6 +101,8 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["execution_providers"] = r.execution_providers;
   j["loss"] = LossReportToJson(r.loss);
   j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
+  j["weight_precision"] = nlohmann::ordered_json::object();  // weight-only modes: node -> format
+  for (const auto& [node, format] : r.weight_precision) j["weight_precision"][node] = format;
   j["autotune"] = AutotuneReportToJson(r.autotune);
   return j;
 }

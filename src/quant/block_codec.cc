@@ -54,7 +54,11 @@ CodedScale EncodeBlockScale(const BlockCodec& codec, float raw, float global, bo
   const bool degenerate = !(std::isfinite(raw) && raw > 0.0f);
   switch (codec.scale_code) {
     case BlockScaleCode::kFloat:
-      out.scale = raw;
+      out.scale = degenerate ? kDegenerateScale : (raw < kMinScale ? kMinScale : raw);
+      if (half) {
+        const float h = HalfToFloat(FloatToHalf(out.scale));
+        out.scale = h < kDegenerateScale ? kDegenerateScale : h;
+      }
       return out;
     case BlockScaleCode::kE4M3TimesGlobal: {
       constexpr uint8_t kOne = 0x38;          // E4M3 1.0
@@ -83,11 +87,19 @@ CodedScale EncodeBlockScale(const BlockCodec& codec, float raw, float global, bo
 }
 
 uint8_t QuantizeBlockElement(BlockElement element, float x, float scale) {
-  return element == BlockElement::kE2M1 ? QuantizeFloat4E2M1(x, scale) : QuantizeFloat8E4M3FN(x, scale);
+  switch (element) {
+    case BlockElement::kE2M1: return QuantizeFloat4E2M1(x, scale);
+    case BlockElement::kInt8: return static_cast<uint8_t>(QuantizeInt8(x, scale));
+    default: return QuantizeFloat8E4M3FN(x, scale);
+  }
 }
 
 float DequantizeBlockElement(BlockElement element, uint8_t code, float scale) {
-  return (element == BlockElement::kE2M1 ? Float4E2M1ToFloat(code) : Float8E4M3FNToFloat(code)) * scale;
+  switch (element) {
+    case BlockElement::kE2M1: return Float4E2M1ToFloat(code) * scale;
+    case BlockElement::kInt8: return DequantizeInt8(static_cast<int8_t>(code), scale);
+    default: return Float8E4M3FNToFloat(code) * scale;
+  }
 }
 
 }  // namespace ptqkit

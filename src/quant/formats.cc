@@ -76,12 +76,14 @@ constexpr BlockCodec kNvfp4Codec = {.element = BlockElement::kE2M1,
                                     .scale_code = BlockScaleCode::kE4M3TimesGlobal,
                                     .element_max = kFloat4E2M1Max,
                                     .fixed_block_size = 16,
-                                    .ort_cpu_min_opset = 21};
+                                    .ort_cpu_min_opset = 21,
+                                    .default_method = "rtn"};
 constexpr BlockCodec kMxfp8Codec = {.element = BlockElement::kE4M3,
                                     .scale_code = BlockScaleCode::kPowerOfTwo,
                                     .element_max = kFloat8E4M3FNMax,
                                     .fixed_block_size = 32,
-                                    .ort_cpu_min_opset = 21};
+                                    .ort_cpu_min_opset = 21,
+                                    .default_method = "rtn"};
 
 // INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (int4_weight_only.h).
 const QuantFormat kInt4 = {
@@ -135,7 +137,30 @@ const QuantFormat kMxfp8 = {
     .block_codec = &kMxfp8Codec,
 };
 
+constexpr BlockCodec kInt8WeightCodec = {.element = BlockElement::kInt8,
+                                         .scale_code = BlockScaleCode::kFloat,
+                                         .element_max = kInt8QuantMax,
+                                         .fixed_block_size = -1};
+
+const QuantFormat kInt8WeightOnly = {
+    .name = "int8",
+    .storage_type = onnx::TensorProto_DataType_INT8,
+    .zero_point_storage_type = onnx::TensorProto_DataType_INT8,
+    .min_opset = 21,  // as the int4 weights beside it
+    .min_ir_version = 10,
+    .values_per_byte = 1,
+    .qmin = -128.0f,
+    .qmax = kInt8QuantMax,
+    .grid = {.qmax = kInt8QuantMax, .nearest = nullptr},
+    .quantize = Int8Bits,
+    .dequantize = Int8Value,
+    .placement = {.weight_only = true},
+    .block_codec = &kInt8WeightCodec,
+};
+
 }  // namespace
+
+const QuantFormat& Int8WeightOnlyFormat() { return kInt8WeightOnly; }
 
 const std::vector<const QuantFormat*>& AllFormats() {
   static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4, &kNvfp4, &kMxfp8};

@@ -92,6 +92,10 @@ const QuantFormat& FindFormat(std::string_view name, std::string_view option, bo
 // QuantizeLinear -> DequantizeLinear pair with that zero-point type computes it; nullptr for others.
 const QuantFormat* ByteFormatOfType(int32_t type);
 
+// The INT8 weight-only format (one scale per output channel) that --mixed_precision int4,int8
+// stores its chosen weights in: not a --quantize_mode of its own.
+const QuantFormat& Int8WeightOnlyFormat();
+
 // Every row, in the order the table lists them.
 const std::vector<const QuantFormat*>& AllFormats();
 

@@ -1,6 +1,8 @@
 // INT4 weight-only, step 3 (int4_weight_only.h): the graph rewrite (INT4/UINT4 initializers, blocked DQ, AWQ-lite Muls).
 #include "quant/int4_weight_only.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -16,6 +18,30 @@
 
 namespace ptqkit {
 namespace {
+
+// `count` packed E2M1 codes (two a byte, element 0 in the low nibble) as FLOAT8E4M3FN bytes.
+std::string E2M1AsFloat8(std::string_view packed, int64_t count) {
+  std::string bytes(static_cast<size_t>(count), '\0');
+  for (int64_t i = 0; i < count; ++i) {
+    const auto byte = static_cast<uint8_t>(packed[static_cast<size_t>(i / 2)]);
+    bytes[static_cast<size_t>(i)] =
+        static_cast<char>(Float4E2M1ToFloat8E4M3FN(static_cast<uint8_t>(i % 2 ? byte >> 4 : byte & 0x0f)));
+  }
+  return bytes;
+}
+
+std::string ScaleBytes(const std::vector<float>& scales, bool half) {
+  if (!half) return std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
+  std::vector<uint16_t> h(scales.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(scales[i]);
+  return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(uint16_t));
+}
+
+int64_t ElementCount(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  return n;
+}
 
 class Int4Rewriter {
  public:
@@ -97,24 +123,39 @@ class Int4Rewriter {
   std::string AddWeight(const std::string& name, int axis, const std::vector<const Int4Target*>& targets) {
     const onnx::TensorProto& w = *index_.Constant(name);
     const bool half = w.data_type() == onnx::TensorProto::FLOAT16;
-    const std::vector<float> values = TensorToFloats(w);
     const std::vector<int64_t> shape = TensorShape(w);
-    if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
-      log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
-    }
+    const bool high = options_.high_format != nullptr && options_.high_weights.count(name) > 0;
+    const QuantFormat& format = high ? *options_.high_format : *options_.format;
     Int4WeightOptions wo = options_.weight;
     wo.half_scales = half;
-    wo.codec = options_.format->block_codec;
+    wo.codec = format.block_codec;
+    if (wo.codec->fixed_block_size != 0) wo.block_size = wo.codec->fixed_block_size;
+    if (high) wo.awq_lite = false;  // round to nearest: the Grams describe the main format's blocks
     const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
-    const std::optional<BlockGram> gram = GroupGram(targets, layout);
-    const Int4Weight q = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
+    const std::string key = fmt::format("{}\n{}\n{}", format.name, name, axis);
+    const Int4Weight* cached = nullptr;
+    if (options_.cache != nullptr) {
+      auto it = options_.cache->find(key);
+      if (it != options_.cache->end()) cached = &it->second;
+    }
+    Int4Weight computed;
+    if (cached == nullptr) {
+      const std::vector<float> values = TensorToFloats(w);
+      if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
+        log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
+      }
+      const std::optional<BlockGram> gram = high ? std::nullopt : GroupGram(targets, layout);
+      computed = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
+      if (options_.cache != nullptr) cached = &options_.cache->emplace(key, std::move(computed)).first->second;
+    }
+    const Int4Weight& q = cached != nullptr ? *cached : computed;
     stats_.weights += 1;
+    stats_.high_weights += high;
     stats_.blocks += layout.num_scales();
     stats_.clipped_blocks += q.clipped_blocks;
 
     int first = targets.front()->node;
     for (const auto* t : targets) first = std::min(first, t->node);
-    const QuantFormat& format = *options_.format;
     std::vector<std::pair<std::string, int64_t>> attributes = {{"axis", axis}, {"block_size", layout.block}};
     std::vector<std::string> inputs;
     if (format.block_codec == nullptr || format.block_codec->element == BlockElement::kInt4) {
@@ -128,7 +169,7 @@ class Int4Rewriter {
         AddInit(inputs.back(), format.zero_point_storage_type, q.scale_shape, PackUint4(q.zero_points));
       }
     } else {
-      inputs = CodedInputs(name, w.data_type(), shape, q, first, &attributes);
+      inputs = CodedInputs(format, name, w.data_type(), shape, q, first, &attributes);
     }
     const std::string dq_name = Fresh(name + "_DequantizeLinear");
     const std::string out = Fresh(name + "_DequantizeLinear_Output");
@@ -141,27 +182,30 @@ class Int4Rewriter {
   // DequantizeLinear; nvfp4's scale is itself DequantizeLinear(E4M3 codes, global), inserted
   // before node `first`. With ort_cpu_form, E2M1 values go as FLOAT8E4M3FN bytes and E8M0 scales
   // as the weight's float type (ONNX Runtime's CPU kernels take neither FLOAT4E2M1 nor E8M0).
-  std::vector<std::string> CodedInputs(const std::string& name, int32_t float_type, const std::vector<int64_t>& shape,
-                                       const Int4Weight& q, int first,
+  std::vector<std::string> CodedInputs(const QuantFormat& format, const std::string& name, int32_t float_type,
+                                       const std::vector<int64_t>& shape, const Int4Weight& q, int first,
                                        std::vector<std::pair<std::string, int64_t>>* attributes) {
-    const QuantFormat& format = *options_.format;
     const BlockCodec& codec = *format.block_codec;
     const bool ort = options_.ort_cpu_form;
     const bool half = float_type == onnx::TensorProto::FLOAT16;
     const std::string q_name = Fresh(name + "_" + std::string(format.name));
     if (codec.element == BlockElement::kE2M1 && ort) {
-      const int64_t count = q.layout.num_elements();
-      std::string bytes(static_cast<size_t>(count), '\0');
-      for (int64_t i = 0; i < count; ++i) {
-        const auto packed = static_cast<uint8_t>(q.packed[static_cast<size_t>(i / 2)]);
-        bytes[static_cast<size_t>(i)] =
-            static_cast<char>(Float4E2M1ToFloat8E4M3FN(static_cast<uint8_t>(i % 2 ? packed >> 4 : packed & 0x0f)));
-      }
-      AddInit(q_name, onnx::TensorProto::FLOAT8E4M3FN, shape, bytes);
+      AddInit(q_name, onnx::TensorProto::FLOAT8E4M3FN, shape, E2M1AsFloat8(q.packed, q.layout.num_elements()));
     } else {
       AddInit(q_name, format.storage_type, shape, q.packed);
     }
     const std::string codes(q.scale_codes.begin(), q.scale_codes.end());
+    if (codec.scale_code == BlockScaleCode::kFloat) {  // int8: float scales in the weight's type
+      const std::string s_name = Fresh(name + "_scale");
+      if (shape.size() == 2 && q.layout.num_blocks() == 1) {
+        // One block spanning K: the per-axis DequantizeLinear every runtime reads, on the output axis.
+        AddInit(s_name, float_type, {static_cast<int64_t>(q.scales.size())}, ScaleBytes(q.scales, half));
+        *attributes = {{"axis", 1 - (*attributes)[0].second}};
+      } else {
+        AddInit(s_name, float_type, q.scale_shape, ScaleBytes(q.scales, half));
+      }
+      return {q_name, s_name};
+    }
     if (codec.scale_code == BlockScaleCode::kE4M3TimesGlobal) {
       const std::string code_name = Fresh(name + "_block_scale_e4m3");
       AddInit(code_name, onnx::TensorProto::FLOAT8E4M3FN, q.scale_shape, codes);
@@ -202,13 +246,6 @@ class Int4Rewriter {
                q.awq_lite_alpha, targets.size());
   }
 
-  static std::string ScaleBytes(const std::vector<float>& scales, bool half) {
-    if (!half) return std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
-    std::vector<uint16_t> h(scales.size());
-    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(scales[i]);
-    return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(uint16_t));
-  }
-
   void AddInit(const std::string& name, int32_t type, const std::vector<int64_t>& dims, const std::string& bytes) {
     editor_.AddInitializer(name, type, dims, bytes);
   }
@@ -234,6 +271,50 @@ class Int4Rewriter {
 
 Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options) {
   return Int4Rewriter(model, options).Run(plan);
+}
+
+bool HasStandardBlockContainers(const onnx::GraphProto& graph) {
+  std::set<std::string> standard;
+  for (const auto& t : graph.initializer()) {
+    if (t.data_type() == onnx::TensorProto::FLOAT4E2M1 || t.data_type() == onnx::TensorProto::FLOAT8E8M0) {
+      standard.insert(t.name());
+    }
+  }
+  for (const auto& n : graph.node()) {
+    if (n.op_type() != "DequantizeLinear") continue;
+    for (const auto& input : n.input()) {
+      if (standard.count(input)) return true;
+    }
+  }
+  return false;
+}
+
+void UseOrtCpuContainers(onnx::GraphProto* graph) {
+  std::map<std::string, onnx::TensorProto*> initializers;
+  for (auto& t : *graph->mutable_initializer()) initializers[t.name()] = &t;
+  for (auto& n : *graph->mutable_node()) {
+    if (n.op_type() != "DequantizeLinear" || n.input_size() < 2) continue;
+    auto values = initializers.find(n.input(0));
+    if (values != initializers.end() && values->second->data_type() == onnx::TensorProto::FLOAT4E2M1) {
+      onnx::TensorProto* t = values->second;
+      t->set_raw_data(E2M1AsFloat8(t->raw_data(), ElementCount(*t)));
+      t->set_data_type(onnx::TensorProto::FLOAT8E4M3FN);
+    }
+    auto scales = initializers.find(n.input(1));
+    if (scales == initializers.end() || scales->second->data_type() != onnx::TensorProto::FLOAT8E8M0) continue;
+    int64_t float_type = onnx::TensorProto::FLOAT;
+    for (int a = 0; a < n.attribute_size(); ++a) {
+      if (n.attribute(a).name() != "output_dtype") continue;
+      float_type = n.attribute(a).i();
+      n.mutable_attribute()->DeleteSubrange(a, 1);
+      break;
+    }
+    onnx::TensorProto* t = scales->second;
+    std::vector<float> powers;
+    for (char code : t->raw_data()) powers.push_back(std::ldexp(1.0f, static_cast<uint8_t>(code) - 127));
+    t->set_raw_data(ScaleBytes(powers, float_type == onnx::TensorProto::FLOAT16));
+    t->set_data_type(static_cast<int32_t>(float_type));
+  }
 }
 
 }  // namespace ptqkit

@@ -39,6 +39,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -167,6 +168,13 @@ struct Int4RewriteOptions {
   const std::map<std::string, BlockGram>* grams = nullptr;
   // nvfp4/mxfp8: write the containers ONNX Runtime's CPU kernels run (block_codec.h); same values.
   bool ort_cpu_form = false;
+  // --mixed_precision: these weights (initializer names) are stored in `high_format` (its codec's
+  // block, round to nearest) instead of `format`.
+  const QuantFormat* high_format = nullptr;
+  std::set<std::string> high_weights;
+  // Quantized weights by format, weight and axis, kept across rewrites of copies of one model (the
+  // --mixed_precision search quantizes each weight once per format); null: nothing kept.
+  std::map<std::string, Int4Weight>* cache = nullptr;
 };
 
 struct Int4RewriteStats {
@@ -176,11 +184,20 @@ struct Int4RewriteStats {
   int64_t clipped_blocks = 0;
   int scaled_weights = 0;  // awq_lite weights with alpha > 0 (their consumers read a Mul)
   int scale_muls = 0;      // Mul nodes inserted for them
+  int high_weights = 0;    // weights stored in the high format (--mixed_precision)
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
 // model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types),
 // or its block codec's ort_cpu_min_opset with ort_cpu_form.
 Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
+
+// Whether some DequantizeLinear of `graph` reads a FLOAT4E2M1 value or FLOAT8E8M0 scale
+// initializer (nvfp4/mxfp8's standard containers, which ONNX Runtime's CPU kernels do not run).
+bool HasStandardBlockContainers(const onnx::GraphProto& graph);
+// Rewrites those initializers into the ort_cpu containers in place: E2M1 values as FLOAT8E4M3FN
+// bytes, E8M0 scales as the float type the DequantizeLinear's output_dtype names (the attribute
+// is dropped). The dequantized weights stay bit for bit the same; the opset is left as it is.
+void UseOrtCpuContainers(onnx::GraphProto* graph);
 
 }  // namespace ptqkit

@@ -15,6 +15,8 @@ Checked independently of ptqkit (numpy + ml_dtypes casts, onnx, onnxruntime):
 """
 from __future__ import annotations
 
+import json
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -164,8 +166,11 @@ def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
 @pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
 def test_clip_search_beats_round_to_nearest(mode, cli, mlp, mlp_calib, tmp_path):
     rtn, clip = tmp_path / "rtn.onnx", tmp_path / "clip.onnx"
-    quantize(cli, mode, mlp, rtn, "--calibration_method", "rtn", "--target_runtime", "ort_cpu")
-    r = quantize(cli, mode, mlp, clip, "--calibration_data_path", mlp_calib, "--target_runtime", "ort_cpu")
+    d = quantize(cli, mode, mlp, rtn, "--calibration_data_path", mlp_calib, "--target_runtime", "ort_cpu")
+    assert f"{mode} rtn: round to nearest; the data serves the loss report only" in d.stdout  # the default
+    assert "held-out sample(s), ONNX Runtime basic level" in d.stdout, d.stdout
+    r = quantize(cli, mode, mlp, clip, "--calibration_data_path", mlp_calib, "--target_runtime", "ort_cpu",
+                 "--calibration_method", "awq_clip")
     assert "method awq_clip" in r.stdout
     x = mlp_data(1000, models.EVAL_SEED)[0]
     ref = qdq.run(str(mlp), x)
@@ -219,3 +224,19 @@ def test_options_that_do_not_apply_are_refused(flags, message, cli, mlp, tmp_pat
     r = cli.run("quantize", "--onnx_path", mlp, "--output_path", out, *flags)
     assert r.returncode != 0 and message in r.error_line(), r.stderr
     assert not out.exists()
+
+
+def test_loss_report_of_the_standard_form_is_what_onnx_runtime_gives_on_its_twin(cli, mlp, mlp_calib, tmp_path):
+    """The nvfp4 trt file does not run in ONNX Runtime; its loss report runs the same weights in
+    ONNX Runtime's containers. Recomputed here on the ort_cpu file, on the samples the report names."""
+    trt, twin, report = tmp_path / "trt.onnx", tmp_path / "ort.onnx", tmp_path / "r.json"
+    quantize(cli, "nvfp4", mlp, trt, "--calibration_data_path", mlp_calib, "--report_json", report)
+    quantize(cli, "nvfp4", mlp, twin, "--calibration_data_path", mlp_calib, "--target_runtime", "ort_cpu")
+    loss = json.loads(report.read_text())["loss"]
+    assert loss["evaluated"] and loss["held_out"] and loss["ort_level"] == "basic", loss
+    x = np.load(mlp_calib)[loss["sample_indices"]]
+    ref, got = qdq.run(str(mlp), x), run_basic(twin, x)
+    cos = qdq.cosine_rows(ref, got)
+    out = loss["outputs"][0]
+    assert out["output"] == "logits"
+    assert abs(out["cosine_mean"] - cos.mean()) < 1e-5 and abs(out["cosine_min"] - cos.min()) < 1e-5, (out, cos)

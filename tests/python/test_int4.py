@@ -236,7 +236,7 @@ def test_awq_clip_error_is_lower_than_rtn(kind, cli, calib, transformer, transfo
 def test_transformer_int4_default_block_runs_and_rtn_matches_numpy(cli, transformer, transformer_eval, tmp_path):
     out = tmp_path / "t.onnx"
     r = quantize(cli, transformer, out, "--calibration_method", "rtn")
-    assert "int4 rtn reads no data" in r.stdout
+    assert "int4 rtn: round to nearest, reads no data" in r.stdout
     g = check_structure(transformer, out, expect_rtn=True, block=128)
     assert g.op_counts()["DequantizeLinear"] == 13  # 12 linear layers + head; attention MatMuls stay
     for b in range(2):
