@@ -14,9 +14,17 @@
 #include "options/option_builders.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
+#include "quant/formats.h"
 
 namespace ptqkit::options {
 namespace {
+
+// --quantize_mode's choices: every format row (a new row is a new mode).
+std::vector<std::string> FormatRowNames() {
+  std::vector<std::string> names;
+  for (const QuantFormat* f : AllFormats()) names.emplace_back(f->name);
+  return names;
+}
 
 constexpr unsigned kBoth = kQuantize | kCalibrate;
 
@@ -36,7 +44,7 @@ std::vector<OptionSpec> BuildTable() {
                    "Output model (default: <model>.quant.onnx beside the input)")
                   .Metavar("O").Path().DefaultDoc("`<M's stem>.quant.onnx` beside M").Details(R"(written to a temporary file in O's folder, then renamed)"));
   t.push_back(Text("quantize_mode", &QuantizeOptions::quantize_mode, "int8 | fp8 | int4 | nvfp4 | mxfp8 (the last three: weight-only MatMul/Gemm)")
-                  .Choices({"int8", "fp8", "int4", "nvfp4", "mxfp8"}).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, Q/DQ without zero points, opset raised to 21), or weight-only: the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a quantized initializer + blocked `DequantizeLinear` along K; activations stay float. `int4`: packed INT4 (UINT4 with `--use_zero_point`), a float scale per `--block_size` weights (opset raised to 21, IR ≥ 10). `nvfp4`: packed FLOAT4E2M1 values in blocks of 16, each block's scale an E4M3 code times one float scale per weight (amax / 2688), written as TensorRT's two-level form `DequantizeLinear(values, DequantizeLinear(E4M3 codes, global), block_size 16)` (opset 23, IR 11). `mxfp8`: E4M3 values in blocks of 32 sharing a power-of-two scale stored as FLOAT8E8M0 (opset 24, IR 11). ONNX Runtime's CPU kernels run neither FLOAT4E2M1 nor E8M0: with `--target_runtime ort_cpu` the same numbers are written in FLOAT8E4M3FN values (nvfp4) and float scales (mxfp8) at opset 21, dequantizing to identical weights. The options below that name int4 apply to all three (`--block_size` and `--use_zero_point` to int4 only); node/op-type selectors apply too.)"));
+                  .Choices(FormatRowNames()).Commands(kBoth).Details(R"(`int8`, `fp8` (E4M3FN, Q/DQ without zero points, opset raised to 21), or weight-only: the constant weight (input B, rank ≥ 2, float32/float16) of every MatMul and Gemm (`transB` respected; `transA=1` left in float) becomes a quantized initializer + blocked `DequantizeLinear` along K; activations stay float. `int4`: packed INT4 (UINT4 with `--use_zero_point`), a float scale per `--block_size` weights (opset raised to 21, IR ≥ 10). `nvfp4`: packed FLOAT4E2M1 values in blocks of 16, each block's scale an E4M3 code times one float scale per weight (amax / 2688), written as TensorRT's two-level form `DequantizeLinear(values, DequantizeLinear(E4M3 codes, global), block_size 16)` (opset 23, IR 11). `mxfp8`: E4M3 values in blocks of 32 sharing a power-of-two scale stored as FLOAT8E8M0 (opset 24, IR 11). ONNX Runtime's CPU kernels run neither FLOAT4E2M1 nor E8M0: with `--target_runtime ort_cpu` the same numbers are written in FLOAT8E4M3FN values (nvfp4) and float scales (mxfp8) at opset 21, dequantizing to identical weights. The options below that name int4 apply to all three (`--block_size` and `--use_zero_point` to int4 only); node/op-type selectors apply too.)"));
   t.push_back(Text("opset", nullptr, "Opset of the output model (raised further when the mode needs it)")
                   .Metavar("N").Int(7, 3, &QuantizeOptions::opset).PythonNone().Commands(kBoth).DefaultDoc("the model's, raised to the mode's minimum")
                   .Details("The output's default-domain opset: the model is upgraded to it by ONNX's version converter "
