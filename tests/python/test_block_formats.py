@@ -27,24 +27,9 @@ from onnx.reference import ReferenceEvaluator
 
 import models
 import qdq
-from test_int4 import make_mlp, mlp_data, softmax_kl
+from test_int4 import mlp, mlp_calib, mlp_data, softmax_kl  # noqa: F401 (fixtures: the int4 tests' MLP)
 
 BLOCK = {"nvfp4": 16, "mxfp8": 32}
-
-
-@pytest.fixture(scope="module")
-def mlp(gen_dir):
-    path = gen_dir / "int4_mlp.onnx"
-    if not path.exists():
-        make_mlp(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def mlp_calib(gen_dir):
-    path = gen_dir / "block_mlp_calib.npy"
-    np.save(path, mlp_data(128, models.CALIB_SEED)[0])
-    return path
 
 
 def quantize(cli, mode, model, out, *flags):
