@@ -162,9 +162,11 @@ class GramCapture {
   std::vector<float> scratch_;
 };
 
-[[noreturn]] void NoTargets(const std::string& path, const GraphIndex& index, const Int4Plan& plan) {
+[[noreturn]] void NoTargets(const std::string& path, const QuantFormat& format, const GraphIndex& index,
+                            const Int4Plan& plan) {
   if (plan.left_in_float.empty()) {
-    throw Error(fmt::format("'{}' has no MatMul or Gemm node: --quantize_mode int4 quantizes only their weights", path));
+    throw Error(fmt::format("'{}' has no MatMul or Gemm node: --quantize_mode {} quantizes only their weights", path,
+                            format.name));
   }
   std::string reasons;
   const size_t shown = std::min<size_t>(plan.left_in_float.size(), 3);
@@ -173,16 +175,51 @@ class GramCapture {
     reasons += fmt::format("{}'{}': {}", i ? "; " : "", index.node(node).name(), why);
   }
   if (plan.left_in_float.size() > shown) reasons += fmt::format("; and {} more", plan.left_in_float.size() - shown);
-  throw Error(fmt::format("'{}' has no MatMul/Gemm whose weight --quantize_mode int4 can quantize ({})", path, reasons));
+  throw Error(fmt::format("'{}' has no MatMul/Gemm whose weight --quantize_mode {} can quantize ({})", path,
+                          format.name, reasons));
 }
 
-// The FP32 outputs on the held-out samples, taken before the weights are rewritten.
-struct HeldOut {
-  EvalSplit split;
-  accuracy::SampleRange range;
-  accuracy::BatchOutputs reference;
-  double seconds = 0.0;
+// Where the output goes: the block length, and nvfp4/mxfp8's ONNX Runtime containers
+// (block_codec.h) with the opset and IR version they need.
+struct OutputForm {
+  int64_t block_size = 0;
+  bool ort_containers = false;
+  int64_t min_opset = 0;
+  int64_t min_ir_version = 0;
 };
+
+OutputForm OutputFormFor(const QuantizeOptions& o, const QuantFormat& format) {
+  const BlockCodec& codec = *format.block_codec;
+  OutputForm f;
+  f.block_size = BlockSize(o, codec);
+  f.ort_containers = o.target_runtime == "ort_cpu" && codec.ort_cpu_min_opset > 0;
+  f.min_opset = f.ort_containers ? codec.ort_cpu_min_opset : format.min_opset;
+  f.min_ir_version = f.ort_containers ? 10 : format.min_ir_version;  // IR 10: opset 21
+  return f;
+}
+
+// The model at the opset the output needs (blocked DequantizeLinear: 21; the element types: more),
+// with the user's model options applied.
+void UpgradeModel(const QuantizeOptions& o, const OutputForm& form, PreparedModel* prepared, CanonicalForm* canonical,
+                  QuantizeReport* report) {
+  onnx::ModelProto& model = prepared->proto;
+  report->original_opset = prepared->original_opset;
+  onnxio::UpgradeOpset(&model, form.min_opset);
+  if (model.ir_version() < form.min_ir_version) model.set_ir_version(form.min_ir_version);
+  ApplyModelOptions(o, form.min_opset, prepared, canonical);
+  report->output_opset = onnxio::DefaultOpset(model);
+}
+
+// The MatMul/Gemm weights to quantize (the user's selectors applied), reported with the others.
+Int4Plan PlanTargets(const QuantizeOptions& o, const QuantFormat& format, const GraphIndex& index,
+                     QuantizeReport* report) {
+  Int4Plan plan = PlanInt4Targets(
+      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
+  if (plan.targets.empty()) NoTargets(o.onnx_path, format, index, plan);
+  for (const auto& t : plan.targets) ++report->quantized_by_op_type[index.node(t.node).op_type()];
+  for (const auto& [node, why] : plan.left_in_float) report->left_in_float.emplace_back(index.node(node).name(), why);
+  return plan;
+}
 
 // --mixed_precision int4,int8: the weights of --int8_nodes' nodes among the plan's targets.
 std::set<std::string> Int8NodeWeights(const QuantizeOptions& o, const GraphIndex& index, const Int4Plan& plan) {
@@ -195,15 +232,109 @@ std::set<std::string> Int8NodeWeights(const QuantizeOptions& o, const GraphIndex
   return weights;
 }
 
+Int4RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format, const std::string& method,
+                                     const OutputForm& form, const GraphIndex& index, const Int4Plan& plan) {
+  Int4RewriteOptions r;
+  r.format = &format;
+  r.ort_cpu_form = form.ort_containers;
+  r.weight.block_size = form.block_size;
+  r.weight.zero_point = o.use_zero_point;
+  r.weight.alpha_min = o.awqclip_alpha_min;
+  r.weight.alpha_step = o.awqclip_alpha_step;
+  r.weight.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
+                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.weight.awq_lite = method == "awq_lite";
+  if (!o.mixed_precision.empty() || !o.int8_nodes.empty()) {
+    r.high_format = &Int8WeightOnlyFormat();
+    r.high_weights = Int8NodeWeights(o, index, plan);
+  }
+  return r;
+}
+
+// What the calibration data gives: the Grams (awq_clip, awq_lite) and the FP32 outputs on the
+// held-out samples (the loss report, the mixed-precision search).
+struct WeightOnlyData {
+  std::optional<CalibrationData> data;  // none: rtn without --calibration_data_path
+  std::optional<GramCapture> capture;
+  EvalSplit split;
+  accuracy::SampleRange range;
+  accuracy::BatchOutputs reference;
+  double reference_seconds = 0.0;
+};
+
+// awq_clip and awq_lite: Grams (and channel magnitudes) from one pass over the calibration samples.
+// rtn reads data only when given some, for the loss report. Held-out samples calibrate nothing.
+void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, const PreparedModel& prepared,
+                         const GraphIndex& index, const Int4Plan& plan, int64_t block_size, CanonicalForm* canonical,
+                         WeightOnlyData* d, Int4RewriteOptions* rewrite, QuantizeReport* report) {
+  const onnx::ModelProto& model = prepared.proto;
+  const auto start = Clock::now();
+  if (method != "rtn" || !o.calibration_data_path.empty()) {
+    d->data.emplace(OpenCalibrationData(prepared, CalibrationRequest(o)));
+    CalibrationData& data = *d->data;
+    CompareCanonicalForm(canonical, model, &data, Runtime(o), report);
+    report->synthetic_data = data.synthetic;
+    report->batch_size = data.batch_size;
+    d->split = SplitForEvaluation(data, o.eval_samples);
+    UseCalibrationSamples(&data, d->split);
+    const RuntimeOptions runtime = Runtime(o);
+    if (method != "rtn") {
+      d->capture.emplace(model, index, plan, block_size);
+      report->num_calibration_samples = d->capture->Run(data, runtime, o.progress, &report->execution_providers);
+      rewrite->grams = &d->capture->grams();
+    }
+    if (!d->split.evaluated.empty()) {
+      const auto reference_start = Clock::now();
+      d->range = UseEvaluationSamples(&data, d->split);
+      d->reference = accuracy::RunOutputs(model, data.set, d->range, runtime);
+      d->reference_seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
+    }
+  }
+  CompareCanonicalForm(canonical, model, nullptr, Runtime(o), report);  // rtn: counts only
+  report->calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// --accuracy_budget with --mixed_precision int4,int8: the INT8 weights (pipeline/mixed_precision_search.h).
+void ChooseInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& model, const Int4Plan& plan,
+                       WeightOnlyData& d, std::map<std::string, Int4Weight>* cache, Int4RewriteOptions* rewrite,
+                       QuantizeReport* report) {
+  if (!d.data || d.split.evaluated.empty()) {
+    throw Error("--accuracy_budget needs calibration data (--calibration_data_path) and held-out samples "
+                "(--eval_samples > 0)");
+  }
+  RuntimeOptions runtime = Runtime(o);
+  runtime.basic_optimizations_only = true;  // as the loss report judges the file
+  CandidateScorer scorer(o, d.reference, *d.data, d.range, runtime);
+  rewrite->cache = cache;
+  rewrite->high_weights = SearchInt8Weights(o, model, plan, *rewrite, scorer, report);
+}
+
+void LogRewrite(const QuantFormat& format, const std::string& method, const Int4RewriteOptions& rewrite,
+                const Int4RewriteStats& stats) {
+  if (rewrite.high_format != nullptr) {
+    log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weights);
+  }
+  if (method == "awq_lite") {
+    log::Info("{}: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
+              format.name, stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
+  } else {
+    log::Info("{} {}: {} weight(s), {} block(s), {} clipped", format.name, method, stats.weights, stats.blocks,
+              stats.clipped_blocks);
+  }
+}
+
 // The loss report on the held-out samples (ONNX Runtime's basic level: the blocked DequantizeLinear
 // as written; its default level fuses INT4 ones into MatMulNBits, which quantizes the activations
 // to int8 unless told otherwise). The standard nvfp4/mxfp8 containers run as their ONNX Runtime
 // twins: the dequantized weights are the same bits.
-void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, std::optional<CalibrationData>& data, const HeldOut& held, QuantizeReport* report) {
-  if (!data || held.split.evaluated.empty()) {
-    report->loss.not_evaluated_because = !data             ? "rtn read no data; give --calibration_data_path"
-                                         : o.eval_samples <= 0 ? "--eval_samples 0"
-                                                               : "no calibration samples";
+void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, const WeightOnlyData& d,
+                QuantizeReport* report) {
+  if (!d.data) {
+    report->loss.not_evaluated_because = "rtn read no data; give --calibration_data_path";
+    return;
+  }
+  if (d.split.evaluated.empty()) {
+    report->loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0" : "no calibration samples";
     return;
   }
   const auto start = Clock::now();
@@ -216,11 +347,11 @@ void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, std::op
     UseOrtCpuContainers(twin->mutable_graph());
     runnable = &*twin;
   }
-  report->loss = MeasureLoss(held.reference, *runnable, *data, held.range, held.split.held_out, runtime, {}, {}, {},
+  report->loss = MeasureLoss(d.reference, *runnable, *d.data, d.range, d.split.held_out, runtime, {}, {}, {},
                              "Keep the most sensitive MatMul/Gemm weights in float (--nodes_to_exclude) or use "
                              "--calibration_method awq_lite.");
-  report->loss.sample_indices = held.split.evaluated;
-  report->loss.seconds = held.seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  report->loss.sample_indices = d.split.evaluated;
+  report->loss.seconds = d.reference_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   if (report->accuracy_budget.used && report->accuracy_budget.met) report->loss.warning.clear();  // as asked
   if (!report->loss.warning.empty()) log::Warn("{}", report->loss.warning);
 }
@@ -233,110 +364,35 @@ bool IsInt4CalibrationMethod(const std::string& m) {
 
 QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
                             Clock::time_point start) {
-  const BlockCodec& codec = *format.block_codec;
-  const std::string method = ResolveMethod(o, codec);
+  const std::string method = ResolveMethod(o, *format.block_codec);
   CheckInt4Options(o, format);
   report.calibration_method = method;
-  const int64_t block_size = BlockSize(o, codec);
-  // nvfp4/mxfp8 for ONNX Runtime: the same values in containers its CPU kernels run (block_codec.h).
-  const bool ort_containers = o.target_runtime == "ort_cpu" && codec.ort_cpu_min_opset > 0;
-  const int64_t min_opset = ort_containers ? codec.ort_cpu_min_opset : format.min_opset;
-  const int64_t min_ir_version = ort_containers ? 10 : format.min_ir_version;  // IR 10: opset 21
-
+  const OutputForm form = OutputFormFor(o, format);
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
-  onnx::ModelProto& model = prepared.proto;
-  report.original_opset = prepared.original_opset;
-  onnxio::UpgradeOpset(&model, min_opset);  // blocked DequantizeLinear (21) and the element types
-  if (model.ir_version() < min_ir_version) model.set_ir_version(min_ir_version);
   CanonicalForm canonical;
-  ApplyModelOptions(o, min_opset, &prepared, &canonical);
-  report.output_opset = onnxio::DefaultOpset(model);
+  UpgradeModel(o, form, &prepared, &canonical, &report);
+  onnx::ModelProto& model = prepared.proto;
 
   const GraphIndex index(model.graph());
-  const Int4Plan plan = PlanInt4Targets(
-      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
-  if (plan.targets.empty()) NoTargets(o.onnx_path, index, plan);
-  for (const auto& t : plan.targets) ++report.quantized_by_op_type[index.node(t.node).op_type()];
-  for (const auto& [node, why] : plan.left_in_float) report.left_in_float.emplace_back(index.node(node).name(), why);
-
-  const int threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
-                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  Int4RewriteOptions rewrite;
-  rewrite.format = &format;
-  rewrite.weight.block_size = block_size;
-  rewrite.ort_cpu_form = ort_containers;
-  rewrite.weight.zero_point = o.use_zero_point;
-  rewrite.weight.alpha_min = o.awqclip_alpha_min;
-  rewrite.weight.alpha_step = o.awqclip_alpha_step;
-  rewrite.weight.threads = threads;
-  rewrite.weight.awq_lite = method == "awq_lite";
-  const bool mixed = !o.mixed_precision.empty() || !o.int8_nodes.empty();
-  if (mixed) {
-    rewrite.high_format = &Int8WeightOnlyFormat();
-    rewrite.high_weights = Int8NodeWeights(o, index, plan);
-  }
-
-  std::optional<GramCapture> capture;
-  std::optional<CalibrationData> data;
-  HeldOut held;
-  const auto calib_start = Clock::now();
-  // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass. rtn reads data only when
-  // given some, for the loss report.
-  if (method != "rtn" || !o.calibration_data_path.empty()) {
-    data.emplace(OpenCalibrationData(prepared, CalibrationRequest(o)));
-    CompareCanonicalForm(&canonical, model, &*data, Runtime(o), &report);
-    report.synthetic_data = data->synthetic;
-    report.batch_size = data->batch_size;
-    held.split = SplitForEvaluation(*data, o.eval_samples);  // held-out samples calibrate nothing
-    UseCalibrationSamples(&*data, held.split);
-    const RuntimeOptions runtime = Runtime(o);
-    if (method != "rtn") {
-      capture.emplace(model, index, plan, block_size);
-      report.num_calibration_samples = capture->Run(*data, runtime, o.progress, &report.execution_providers);
-      rewrite.grams = &capture->grams();
-    }
-    if (!held.split.evaluated.empty()) {
-      const auto reference_start = Clock::now();
-      held.range = UseEvaluationSamples(&*data, held.split);
-      held.reference = accuracy::RunOutputs(model, data->set, held.range, runtime);
-      held.seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
-    }
-  }
-  CompareCanonicalForm(&canonical, model, nullptr, Runtime(o), &report);  // rtn: counts only
-  report.calibration_seconds = std::chrono::duration<double>(Clock::now() - calib_start).count();
-
+  const Int4Plan plan = PlanTargets(o, format, index, &report);
+  Int4RewriteOptions rewrite = RewriteOptionsFor(o, format, method, form, index, plan);
+  WeightOnlyData data;
+  ReadCalibrationData(o, method, prepared, index, plan, form.block_size, &canonical, &data, &rewrite, &report);
   std::map<std::string, Int4Weight> quantized_weights;  // the budget's candidates quantize each weight once
-  if (o.accuracy_budget >= 0) {
-    if (!data || held.split.evaluated.empty()) {
-      throw Error("--accuracy_budget needs calibration data (--calibration_data_path) and held-out samples "
-                  "(--eval_samples > 0)");
-    }
-    RuntimeOptions runtime = Runtime(o);
-    runtime.basic_optimizations_only = true;  // as the loss report judges the file
-    CandidateScorer scorer(o, held.reference, *data, held.range, runtime);
-    rewrite.cache = &quantized_weights;
-    rewrite.high_weights = SearchInt8Weights(o, model, plan, rewrite, scorer, &report);
-  }
+  if (o.accuracy_budget >= 0) ChooseInt8Weights(o, model, plan, data, &quantized_weights, &rewrite, &report);
   for (const auto& t : plan.targets) {
     const bool int8 = rewrite.high_weights.count(t.weight) > 0;
     report.weight_precision.emplace_back(index.node(t.node).name(), int8 ? "int8" : std::string(format.name));
   }
+
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
   quantized_weights.clear();
+  data.capture.reset();  // the Grams are not needed any more
   report.qdq_pairs = stats.weights;
-  if (mixed) log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weights);
-  if (method == "awq_lite") {
-    log::Info("{}: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
-              format.name, stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
-  } else {
-    log::Info("{}: {} weight(s), {} block(s), {} clipped by awq_clip", format.name, stats.weights, stats.blocks,
-              stats.clipped_blocks);
-  }
-
-  capture.reset();  // the Grams are not needed any more
+  LogRewrite(format, method, rewrite, stats);
   ConvertPrecision(&model, o, &report);
   StagedOutput output(&model, o, report.output_path);  // written, not yet visible
-  ReportLoss(o, model, data, held, &report);
+  ReportLoss(o, model, data, &report);
   report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   output.Commit(o, report);
   return report;

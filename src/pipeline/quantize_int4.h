@@ -1,13 +1,16 @@
-// QuantizeInt4: `--quantize_mode int4`, weight-only 4-bit quantization of MatMul/Gemm weights
-// (see quant/int4_weight_only.h for the format, the AWQ-clip search and awq_lite's scaling).
+// QuantizeInt4: the weight-only modes (`--quantize_mode int4 | nvfp4 | mxfp8`): MatMul/Gemm weights
+// quantized in blocks along K, each format's encoding from its row's block codec (see
+// quant/int4_weight_only.h for the search and the rewrite, quant/block_codec.h for the formats).
 //
-// Steps: load and upgrade the model to opset 21 (blocked DequantizeLinear, INT4/UINT4 types, IR
-// version >= 10); pick the targets; for awq_clip and awq_lite, one streaming pass of ONNX
-// Runtime over the calibration batches that exposes every target's activation input as a graph
-// output and folds each batch into that activation's block Gram matrices and per-channel sums
-// of |x| before the next batch (memory: K x (block_size + 1) doubles per activation, whatever
-// the number of samples); quantize each weight once; rewrite; save atomically. `rtn` reads no
-// data.
+// Steps: load and upgrade the model to the opset the output needs (blocked DequantizeLinear: 21;
+// nvfp4's FLOAT4E2M1: 23; mxfp8's E8M0 scales: 24; 21 for the ONNX Runtime containers); pick the
+// targets; with calibration data, hold out samples for the loss report, then for awq_clip and
+// awq_lite one streaming pass of ONNX Runtime over the other samples that folds every target's
+// activation input into its block Gram matrices and per-channel sums of |x| (memory: K x
+// (block_size + 1) doubles per activation, whatever the number of samples) and one FP32 run on
+// the held-out samples; with --mixed_precision and --accuracy_budget, choose the INT8 weights
+// (pipeline/mixed_precision_search.h); quantize each weight once; rewrite; stage the file, measure
+// the loss, commit. `rtn` reads data only for the loss report.
 // Called by Quantize(); same error contract (ptqkit::Error, nothing written on failure).
 #pragma once
 
@@ -18,10 +21,10 @@
 
 namespace ptqkit {
 
-// Calibration methods int4 accepts; "" means the int4 default, awq_clip.
+// Calibration methods of the weight-only modes; "" means the format's default.
 bool IsInt4CalibrationMethod(const std::string& method);
 
-// REQUIRES: `format` is the row of options.quantize_mode, a weight-only 4-bit format (int4);
+// REQUIRES: `format` is the row of options.quantize_mode, a weight-only format (int4, nvfp4, mxfp8);
 // `report.output_path` is set and was checked by Quantize(). Throws ptqkit::Error.
 QuantizeReport QuantizeInt4(const QuantizeOptions& options, const QuantFormat& format, QuantizeReport report,
                             std::chrono::steady_clock::time_point start);

@@ -1,4 +1,5 @@
-// INT4 weight-only, step 3 (int4_weight_only.h): the graph rewrite (INT4/UINT4 initializers, blocked DQ, AWQ-lite Muls).
+// Weight-only, step 3 (int4_weight_only.h): the graph rewrite (the codec's initializers, blocked or
+// per-axis DQ, AWQ-lite Muls), and the ONNX Runtime twins of nvfp4/mxfp8 files.
 #include "quant/int4_weight_only.h"
 
 #include <fmt/format.h>
@@ -130,6 +131,7 @@ class Int4Rewriter {
     wo.half_scales = half;
     wo.codec = format.block_codec;
     if (wo.codec->fixed_block_size != 0) wo.block_size = wo.codec->fixed_block_size;
+    if (!wo.codec->zero_points) wo.zero_point = false;  // --use_zero_point is int4's
     if (high) wo.awq_lite = false;  // round to nearest: the Grams describe the main format's blocks
     const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
     const std::string key = fmt::format("{}\n{}\n{}", format.name, name, axis);
@@ -154,8 +156,13 @@ class Int4Rewriter {
     stats_.blocks += layout.num_scales();
     stats_.clipped_blocks += q.clipped_blocks;
 
-    int first = targets.front()->node;
-    for (const auto* t : targets) first = std::min(first, t->node);
+    // The DequantizeLinear nodes go to the front of the graph (after the weight's Constant node,
+    // if it has one), not right before their first consumer. Listed there, ONNX Runtime's default
+    // execution order (a depth-first walk back from the outputs, in node-index order) ran every
+    // DQ at the start of a run, so all weights were dequantized at once: a 2.25 GiB chain of INT4
+    // MatMuls peaked at 2.7 GiB in onnxruntime 1.32 at every level, 0.43 GiB with the DQs first.
+    const int producer = index_.Producer(name);
+    const int first = producer >= 0 ? producer + 1 : 0;
     std::vector<std::pair<std::string, int64_t>> attributes = {{"axis", axis}, {"block_size", layout.block}};
     std::vector<std::string> inputs;
     if (format.block_codec == nullptr || format.block_codec->element == BlockElement::kInt4) {
@@ -178,10 +185,11 @@ class Int4Rewriter {
     return out;
   }
 
-  // nvfp4 / mxfp8 (block_codec.h): the values' initializer and the scale input of the weight's
-  // DequantizeLinear; nvfp4's scale is itself DequantizeLinear(E4M3 codes, global), inserted
-  // before node `first`. With ort_cpu_form, E2M1 values go as FLOAT8E4M3FN bytes and E8M0 scales
-  // as the weight's float type (ONNX Runtime's CPU kernels take neither FLOAT4E2M1 nor E8M0).
+  // The other codecs (block_codec.h): the values' initializer and the scale input of the weight's
+  // DequantizeLinear. int8: float scales, per axis when one block spans K. nvfp4: the scale is
+  // itself DequantizeLinear(E4M3 codes, global), inserted before node `first`. mxfp8: E8M0 scales.
+  // With ort_cpu_form, E2M1 values go as FLOAT8E4M3FN bytes and E8M0 scales as the weight's float
+  // type (ONNX Runtime's CPU kernels take neither FLOAT4E2M1 nor E8M0).
   std::vector<std::string> CodedInputs(const QuantFormat& format, const std::string& name, int32_t float_type,
                                        const std::vector<int64_t>& shape, const Int4Weight& q, int first,
                                        std::vector<std::pair<std::string, int64_t>>* attributes) {

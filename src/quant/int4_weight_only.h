@@ -1,4 +1,4 @@
-// INT4 weight-only quantization: which MatMul/Gemm weights become blocked 4-bit initializers,
+// Weight-only quantization: which MatMul/Gemm weights become blocked quantized initializers,
 // how each block's clipping is chosen, and the graph rewrite that stores them — one source file a
 // step: int4_plan.cc (PlanInt4Targets), int4_search.cc (BlockGram, AWQ-lite, the clip search,
 // QuantizeInt4Weight), int4_rewrite.cc (RewriteInt4).
@@ -33,6 +33,9 @@
 //    whose chosen alpha is > 0 also gets a [K] initializer 1/s (the weight's float type) and, on
 //    each consumer, Mul(activation, 1/s) feeding that consumer's input A only (consumers of the
 //    same activation with other weights keep their own Mul and scales).
+// Written for INT4; nvfp4, mxfp8 and the INT8 side of --mixed_precision use the same search and
+// rewrite with their row's block codec (block_codec.h): its element grid and scale encoding
+// replace INT4's (no zero points).
 // Free functions and a value type; thread-safe for distinct objects.
 #pragma once
 
