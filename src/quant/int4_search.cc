@@ -139,10 +139,31 @@ Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float 
   return p;
 }
 
-// The value the model computes for x in a block with `p`.
-inline float Qdq(float x, const Int4BlockParams& p, const Int4WeightOptions& o) {
-  if (IsInt4(o)) return QuantDequant(x, p, o.zero_point);
-  return DequantizeBlockElement(o.codec->element, QuantizeBlockElement(o.codec->element, x, p.scale), p.scale);
+// dw[j] = scale[j] * qdq(x[j]) - w[j] over a block (scale null: 1; x and w with their strides), with qdq what the model computes
+// for a value of a block with `p`; 0 where w is not finite. One loop per element type, so that
+// INT4's inner loop stays as tight as before the other codecs existed.
+void BlockDifference(const float* x, int64_t x_stride, const float* w, int64_t w_stride, const float* scale,
+                     int64_t len, const Int4BlockParams& p, const Int4WeightOptions& o, double* dw) {
+  const auto fill = [&](auto qdq) {
+    if (scale == nullptr) {
+      for (int64_t j = 0; j < len; ++j) {
+        const float v = w[j * w_stride];
+        dw[j] = std::isfinite(v) ? static_cast<double>(qdq(x[j * x_stride])) - v : 0.0;
+      }
+      return;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const float v = w[j * w_stride];
+      dw[j] = std::isfinite(v) ? static_cast<double>(scale[j]) * static_cast<double>(qdq(x[j * x_stride])) - v : 0.0;
+    }
+  };
+  if (IsInt4(o)) {
+    const bool zp = o.zero_point;
+    fill([&](float v) { return QuantDequant(v, p, zp); });
+  } else {
+    const BlockElement e = o.codec->element;
+    fill([&](float v) { return DequantizeBlockElement(e, QuantizeBlockElement(e, v, p.scale), p.scale); });
+  }
 }
 
 // nvfp4's global scale for the weight values w (or w * s per K channel when `s` is given); 0 for
@@ -203,11 +224,7 @@ double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& s, 
           ws[static_cast<size_t>(j)] = w[static_cast<size_t>(first + j * l.inner)] * s[static_cast<size_t>(k0 + j)];
         }
         const Int4BlockParams p = SearchParams(ws.data(), 1, len, 1.0f, o, min_scale, global);
-        for (int64_t j = 0; j < len; ++j) {
-          const float v = w[static_cast<size_t>(first + j * l.inner)];
-          const double deq = static_cast<double>(Qdq(ws[static_cast<size_t>(j)], p, o));
-          dw[static_cast<size_t>(j)] = std::isfinite(v) ? static_cast<double>(inv[static_cast<size_t>(k0 + j)]) * deq - v : 0.0;
-        }
+        BlockDifference(ws.data(), 1, w.data() + first, l.inner, inv.data() + k0, len, p, o, dw.data());
         column_error[static_cast<size_t>(c)] += BlockError(g.Block(b), l.block, dw.data(), len, y.data());
       }
     }
@@ -305,10 +322,7 @@ class WeightQuantizer {
   }
 
   double OutputError(const float* w, int64_t len, const Int4BlockParams& p, int64_t block, double* dw, double* y) const {
-    for (int64_t j = 0; j < len; ++j) {
-      const float v = w[j * l_.inner];
-      dw[j] = std::isfinite(v) ? static_cast<double>(Qdq(v, p, o_)) - v : 0.0;
-    }
+    BlockDifference(w, l_.inner, w, l_.inner, nullptr, len, p, o_, dw);
     return BlockError(gram_->Block(block), l_.block, dw, len, y);
   }
 
