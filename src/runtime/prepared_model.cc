@@ -14,6 +14,27 @@
 #include "ptqkit/error.h"
 
 namespace ptqkit {
+namespace {
+
+// The newest IR version the bundled ONNX Runtime (1.30) reads. onnx 1.23 writes IR 14 by default
+// (its helper.make_model), and ONNX Runtime refuses such a file outright, although IR 13 covers
+// every operator set up to 27 (onnx.helper.VERSION_TABLE). A model of those opsets is read as IR
+// 13; one that needs something newer fails later with ONNX Runtime's own message.
+constexpr int64_t kRuntimeMaxIrVersion = 13;
+constexpr int64_t kMaxOpsetOfRuntimeIr = 27;
+
+void LowerIrVersionForRuntime(onnx::ModelProto* model) {
+  if (model->ir_version() <= kRuntimeMaxIrVersion) return;
+  for (const auto& o : model->opset_import()) {
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > kMaxOpsetOfRuntimeIr) return;
+  }
+  log::Info("the model declares IR version {}; read as {}, the newest the bundled ONNX Runtime takes (its opsets "
+            "need nothing newer)",
+            model->ir_version(), kRuntimeMaxIrVersion);
+  model->set_ir_version(kRuntimeMaxIrVersion);
+}
+
+}  // namespace
 
 PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
   PreparedModel m;
@@ -21,6 +42,7 @@ PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
   for (const auto& file : m.external_files) guard.Input(file, "the model's external data");
   guard.Check();
   onnxio::CheckModel(m.proto, path);
+  LowerIrVersionForRuntime(&m.proto);
   onnxio::AssignNodeNames(m.proto.mutable_graph());
   onnxio::CheckAcyclic(m.proto.graph(), path);
   m.original_opset = onnxio::UpgradeOpset(&m.proto, 13);

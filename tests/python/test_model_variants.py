@@ -32,6 +32,32 @@ def test_opset11_model_is_upgraded(cli, tmp_path, small_cnn_calib):
     assert qdq.cosine_rows(ref, res).mean() > 0.99
 
 
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_ir_version_14_model_is_read_as_13(cli, tmp_path, mode):
+    """onnx 1.23's make_model writes IR 14, which the bundled ONNX Runtime (1.30) refuses; opset 17 needs 8."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w1, w2 = ((rng.standard_normal(shape) / 8).astype(np.float32) for shape in ((64, 64), (64, 32)))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32])],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 14
+    src, out, data = tmp_path / "ir14.onnx", tmp_path / "ir14.quant.onnx", tmp_path / "x.npy"
+    onnx.save(m, src)
+    np.save(data, rng.standard_normal((32, 64)).astype(np.float32))
+    r = cli.quantize(src, out, "--quantize_mode", mode, "--calibration_data_path", data)
+    assert "declares IR version 14; read as 13" in r.stderr + r.stdout
+    q = onnx.load(out)
+    assert q.ir_version <= 13
+    onnx.checker.check_model(q, full_check=True)
+    x = rng.standard_normal((8, 64)).astype(np.float32)
+    ref, got = np.maximum(x @ w1, 0) @ w2, qdq.run(str(out), x)
+    assert qdq.cosine_rows(ref, got).mean() > 0.98
+
+
 def test_constant_node_weight_gets_per_channel_qdq(cli, tmp_path, small_cnn_calib):
     src = tmp_path / "const.onnx"
     models.make_constant_weight_model(src)
