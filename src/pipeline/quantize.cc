@@ -112,7 +112,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--accuracy_budget applies to {}, or to int4 with --mixed_precision int4,int8",
                             FormatNames(true)));
   }
-  if (mixed_precision && !format.placement.weight_only) {
+  if (mixed_precision && format.name != "int4") {
     throw Error(fmt::format("--mixed_precision / --int8_nodes apply to --quantize_mode int4 (got {})", format.name));
   }
   if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {

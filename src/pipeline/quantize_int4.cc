@@ -57,9 +57,6 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
   if (!o.mixed_precision.empty() && o.mixed_precision != "int4,int8") {
     throw Error(fmt::format("unknown --mixed_precision '{}' (expected int4,int8)", o.mixed_precision));
   }
-  if ((!o.mixed_precision.empty() || !o.int8_nodes.empty()) && format.name != "int4") {
-    throw Error(fmt::format("--mixed_precision / --int8_nodes apply to --quantize_mode int4 (got {})", format.name));
-  }
   if (o.use_zero_point && !codec.zero_points) {
     throw Error(fmt::format("--use_zero_point applies to --quantize_mode int4 only ({} values are symmetric)",
                             format.name));
@@ -236,7 +233,6 @@ Int4RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat
                                      const OutputForm& form, const GraphIndex& index, const Int4Plan& plan) {
   Int4RewriteOptions r;
   r.format = &format;
-  r.ort_cpu_form = form.ort_containers;
   r.weight.block_size = form.block_size;
   r.weight.zero_point = o.use_zero_point;
   r.weight.alpha_min = o.awqclip_alpha_min;
@@ -386,6 +382,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   }
 
   const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
+  if (form.ort_containers) UseOrtCpuContainers(model.mutable_graph());  // same values, runnable containers
   quantized_weights.clear();
   data.capture.reset();  // the Grams are not needed any more
   report.qdq_pairs = stats.weights;

@@ -188,20 +188,14 @@ class Int4Rewriter {
   // The other codecs (block_codec.h): the values' initializer and the scale input of the weight's
   // DequantizeLinear. int8: float scales, per axis when one block spans K. nvfp4: the scale is
   // itself DequantizeLinear(E4M3 codes, global), inserted before node `first`. mxfp8: E8M0 scales.
-  // With ort_cpu_form, E2M1 values go as FLOAT8E4M3FN bytes and E8M0 scales as the weight's float
-  // type (ONNX Runtime's CPU kernels take neither FLOAT4E2M1 nor E8M0).
+  // Always the standard containers; UseOrtCpuContainers makes the ONNX Runtime form from them.
   std::vector<std::string> CodedInputs(const QuantFormat& format, const std::string& name, int32_t float_type,
                                        const std::vector<int64_t>& shape, const Int4Weight& q, int first,
                                        std::vector<std::pair<std::string, int64_t>>* attributes) {
     const BlockCodec& codec = *format.block_codec;
-    const bool ort = options_.ort_cpu_form;
     const bool half = float_type == onnx::TensorProto::FLOAT16;
     const std::string q_name = Fresh(name + "_" + std::string(format.name));
-    if (codec.element == BlockElement::kE2M1 && ort) {
-      AddInit(q_name, onnx::TensorProto::FLOAT8E4M3FN, shape, E2M1AsFloat8(q.packed, q.layout.num_elements()));
-    } else {
-      AddInit(q_name, format.storage_type, shape, q.packed);
-    }
+    AddInit(q_name, format.storage_type, shape, q.packed);
     const std::string codes(q.scale_codes.begin(), q.scale_codes.end());
     if (codec.scale_code == BlockScaleCode::kFloat) {  // int8: float scales in the weight's type
       const std::string s_name = Fresh(name + "_scale");
@@ -225,12 +219,8 @@ class Int4Rewriter {
       return {q_name, scale};
     }
     const std::string s_name = Fresh(name + "_scale");
-    if (ort) {
-      AddInit(s_name, float_type, q.scale_shape, ScaleBytes(q.scales, half));
-    } else {
-      AddInit(s_name, onnx::TensorProto::FLOAT8E8M0, q.scale_shape, codes);
-      attributes->emplace_back("output_dtype", float_type);  // an E8M0 scale does not name the output type
-    }
+    AddInit(s_name, onnx::TensorProto::FLOAT8E8M0, q.scale_shape, codes);
+    attributes->emplace_back("output_dtype", float_type);  // an E8M0 scale does not name the output type
     return {q_name, s_name};
   }
 

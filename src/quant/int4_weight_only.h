@@ -169,8 +169,6 @@ struct Int4RewriteOptions {
   Int4WeightOptions weight;
   // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
   const std::map<std::string, BlockGram>* grams = nullptr;
-  // nvfp4/mxfp8: write the containers ONNX Runtime's CPU kernels run (block_codec.h); same values.
-  bool ort_cpu_form = false;
   // --mixed_precision: these weights (initializer names) are stored in `high_format` (its codec's
   // block, round to nearest) instead of `format`.
   const QuantFormat* high_format = nullptr;
@@ -192,7 +190,7 @@ struct Int4RewriteStats {
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
 // model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types),
-// or its block codec's ort_cpu_min_opset with ort_cpu_form.
+// or its block codec's ort_cpu_min_opset when UseOrtCpuContainers follows before the model is used.
 Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
 
 // Whether some DequantizeLinear of `graph` reads a FLOAT4E2M1 value or FLOAT8E8M0 scale
