@@ -7,12 +7,11 @@ two front ends take the same values and give the same errors.
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import tempfile
 from collections.abc import Mapping
 
-from ptqkit import _calibration, _ptqkit
+from ptqkit import _calibration, _option_table, _ptqkit
 
 # Keywords only Python has: they take Python objects, which no command line can carry.
 _PYTHON_OBJECTS = {
@@ -24,74 +23,8 @@ _PYTHON_OBJECTS = {
     "accuracy_eval": "with accuracy_budget: a callable scoring a model path on your own test set (higher is "
                      "better); the budget is then the largest allowed drop from the FP32 model's score",
 }
-_TABLE = [spec for spec in _ptqkit.quantize_option_table() if spec["python"]]
-_BY_NAME = {spec["name"]: spec for spec in _TABLE}
-for _spec in _TABLE:
-    for _alias in _spec["aliases"]:
-        _BY_NAME[_alias] = _spec
-
-
-def _python_default(spec: dict):
-    """The keyword's default as a Python value (None: not given, the library decides)."""
-    text = spec["default"]
-    if spec["refusal"] or spec["python_none_default"] or spec["default_doc"] and not text:
-        return None
-    kind = spec["kind"]
-    if kind == "flag" or spec["implicit_value"] == "true":
-        return text == "true"
-    if kind == "int":
-        return int(text)
-    if kind == "real":
-        return float(text)
-    if kind == "list":
-        return tuple(text.split()) if text else None
-    return text or None
-
-
-def _as_text(spec: dict, value) -> list[str]:
-    """A Python value as the CLI text of its option (raises TypeError naming the keyword)."""
-    name, kind = spec["name"], spec["kind"]
-
-    def word(v) -> str:
-        if isinstance(v, (str, os.PathLike)):
-            return os.fsdecode(os.fspath(v))
-        raise TypeError(f"{name}: expected a string{' or path' if spec['is_path'] else ''}, got {v!r}")
-
-    if spec["implicit_value"] not in (None, "true") and isinstance(value, bool):
-        return [spec["implicit_value"] if value else "false"]  # autotune=True means --autotune alone
-    if kind == "flag" or spec["implicit_value"] == "true":
-        if isinstance(value, str):
-            return [value]
-        if not isinstance(value, (bool, int)) and type(value).__name__ != "bool_":
-            raise TypeError(f"{name}: expected True or False, got {value!r}")
-        return ["true" if value else "false"]
-    if kind == "int":
-        if isinstance(value, bool) or not hasattr(value, "__index__"):
-            raise TypeError(f"{name}: expected a whole number, got {value!r}")
-        return [str(value.__index__())]
-    if kind == "real":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-            raise TypeError(f"{name}: expected a number, got {value!r}")
-        return [repr(float(value))]
-    if isinstance(value, Mapping):
-        # {input: [dims]} for shapes, {input: axis} for batch axes, as the CLI's "in:1x3,b:2".
-        entries = [f"{k}:{'x'.join(str(int(d)) for d in v) if not isinstance(v, (int, str)) else v}"
-                   for k, v in value.items()]
-        return entries if kind == "list" else [",".join(entries)]
-    if kind == "list":
-        if isinstance(value, (str, os.PathLike)):
-            return [word(value)]
-        try:
-            return [word(v) for v in value]
-        except TypeError as e:
-            if "expected a string" in str(e):
-                raise
-            raise TypeError(f"{name}: expected a list of strings, got {value!r}") from None
-    if isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) for v in value):
-        return [json.dumps(list(value))]  # input_shapes_profile: ModelOpt's list of dicts
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [str(value)]  # e.g. block_size=-1
-    return [word(value)]
+_TABLE = _option_table.specs("quantize")
+_BY_NAME = _option_table.by_name(_TABLE)
 
 
 # Options whose CLI value is a file of entries, which Python (as ModelOpt's) takes as a list.
@@ -155,11 +88,11 @@ def _quantize(onnx_path, quantize_mode, calibration_data, options, scratch) -> d
             continue
         if spec["name"] in _LIST_IN_A_FILE and not isinstance(value, (str, os.PathLike)):
             value = _list_file(value, spec["name"], scratch)
-        given[spec["name"]] = _as_text(spec, value)
-    given["onnx_path"] = _as_text(_BY_NAME["onnx_path"], onnx_path)
-    given["quantize_mode"] = _as_text(_BY_NAME["quantize_mode"], quantize_mode)
+        given[spec["name"]] = _option_table.as_text(spec, value)
+    given["onnx_path"] = _option_table.as_text(_BY_NAME["onnx_path"], onnx_path)
+    given["quantize_mode"] = _option_table.as_text(_BY_NAME["quantize_mode"], quantize_mode)
 
-    batch_axes = _ptqkit.parse_batch_axis_list(",".join(given.get("calibration_batch_axis", [])))
+    batch_axes = _option_table.batch_axes(given)
     data = python_objects["calibration_data"]
     reader = python_objects.get("calibration_data_reader")
     if reader is not None:
@@ -176,16 +109,13 @@ def _quantize(onnx_path, quantize_mode, calibration_data, options, scratch) -> d
 
 
 def _signature() -> inspect.Signature:
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("onnx_path", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("quantize_mode", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="int8"),
-              inspect.Parameter("calibration_data", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
-    seen = {"onnx_path", "quantize_mode", "calibration_data"}
-    for spec in _TABLE:
-        if spec["name"] not in seen:
-            params.append(inspect.Parameter(spec["name"], keyword, default=_python_default(spec)))
-            seen.add(spec["name"])
-    params += [inspect.Parameter(name, keyword, default=None) for name in _PYTHON_OBJECTS if name not in seen]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    leading = [inspect.Parameter("onnx_path", positional),
+               inspect.Parameter("quantize_mode", positional, default="int8"),
+               inspect.Parameter("calibration_data", positional, default=None)]
+    params = _option_table.keywords(_TABLE, leading)
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None) for name in _PYTHON_OBJECTS
+               if name not in {p.name for p in params}]
     return inspect.Signature(params, return_annotation=dict)
 
 

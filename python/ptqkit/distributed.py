@@ -26,16 +26,16 @@ Ray is an optional dependency: ``pip install 'ptqkit[ray]'``.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 
 import numpy as np
 
-from ptqkit import _calibration, _options, _ptqkit
+from ptqkit import _calibration, _option_table, _options, _ptqkit
 
 __all__ = ["score", "ShardFailed"]
 
@@ -44,39 +44,21 @@ class ShardFailed(RuntimeError):
     """A shard's ptqkit command failed; the message carries its stage, shard and ptqkit's error."""
 
 
-def score(
-    onnx_path,
-    calibration_data=None,
-    granularity: str = "op_type",
-    metric: str = "kl_div",
-    target_precision: str = "int8",
-    calibration_method: str = "mse",
-    op_types_scope=None,
-    *,
-    calibration_data_path=None,
-    percentile: float = 99.999,
-    num_calib_samples: int = 100,
-    calibration_shapes=None,
-    calibration_batch_size=None,
-    calibration_batch_axis=None,
-    calibration_eps=None,
-    trt_plugins=None,
-    intra_op_num_threads=None,
-    activation_cache_limit_mb: int = 2048,
-    calibration_cache=None,
-    output_json=None,
-    report=None,
-    num_calibration_shards=None,
-    num_probe_shards=None,
-    num_cpus_per_task: float = 1,
-    num_gpus_per_task: float = 0,
-    max_retries: int = 3,
-    transfer: str = "object_store",
-    address=None,
-    progress=True,
-    log_level: str = "WARNING",
-    _task_hook=None,
-) -> dict:
+# score()'s options that the driver handles itself rather than passing to every shard: the model,
+# the data and the table travel as files (see _FileRef); the outputs are written once, after the
+# merge; the workers' logs are captured (quoted when a shard fails), so there is no log_file.
+_DRIVER_OPTIONS = {"onnx_path", "calibration_data_path", "calibration_cache", "output_json", "report", "log_file"}
+_TABLE = [spec for spec in _option_table.specs("sensitivity") if spec["name"] != "log_file"]
+_BY_NAME = _option_table.by_name(_TABLE)
+_RAY_DEFAULTS = {"num_calibration_shards": None, "num_probe_shards": None, "num_cpus_per_task": 1,
+                 "num_gpus_per_task": 0, "max_retries": 3, "transfer": "object_store", "address": None,
+                 "progress": True, "_task_hook": None}
+
+
+def score(onnx_path, calibration_data=None, granularity=None, metric=None, target_precision=None,
+          calibration_method=None, op_types_scope=None, *, num_calibration_shards=None, num_probe_shards=None,
+          num_cpus_per_task: float = 1, num_gpus_per_task: float = 0, max_retries: int = 3,
+          transfer: str = "object_store", address=None, progress=True, _task_hook=None, **options) -> dict:
     """ptqkit.sensitivity.score() on a Ray cluster; score()'s arguments (but log_file: the
     workers' logs are captured, and quoted when a shard fails) and its result (but timings).
 
@@ -99,6 +81,15 @@ def score(
     """
     if transfer not in ("object_store", "path"):
         raise ValueError(f"transfer must be 'object_store' or 'path', not {transfer!r}")
+    options.update(granularity=granularity, metric=metric, target_precision=target_precision,
+                   calibration_method=calibration_method, op_types_scope=op_types_scope)
+    if options.get("log_level") is None:
+        options["log_level"] = "WARNING"  # the workers' logs are captured anyway
+    if options.get("calibration_eps") is None:
+        options["calibration_eps"] = ("trt", "cuda:0", "cpu") if num_gpus_per_task else ("cpu",)
+    if options.get("intra_op_num_threads") is None:
+        options["intra_op_num_threads"] = max(1, int(num_cpus_per_task))
+    given = _option_table.given_text("score", _BY_NAME, options)  # a bad value fails here, before Ray starts
     ray = _import_ray()
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=False)
@@ -106,52 +97,43 @@ def score(
     workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(num_cpus_per_task, 1e-9)))
     n_calib = int(num_calibration_shards or workers)
     n_probe = int(num_probe_shards or workers)
-    if calibration_eps is None:
-        calibration_eps = ("trt", "cuda:0", "cpu") if num_gpus_per_task else ("cpu",)
-    threads = intra_op_num_threads if intra_op_num_threads is not None else max(1, int(num_cpus_per_task))
+    log_level = given["log_level"][0]
 
     user_path = _options.path(onnx_path)
     with tempfile.TemporaryDirectory(prefix="ptqkit-distributed-") as scratch:
         model = _FileRef.of(os.path.abspath(user_path), transfer, ray)
-        data = _data_ref(calibration_data, calibration_data_path, user_path, calibration_batch_axis, scratch,
-                         transfer, ray)
-        common = _common_args(calibration_shapes, calibration_batch_size, calibration_batch_axis,
-                              calibration_eps, trt_plugins, threads, log_level)
+        data = _data_ref(calibration_data, options.get("calibration_data_path"), user_path,
+                         _option_table.batch_axes(given), scratch, transfer, ray)
         remote = ray.remote(_run_task).options(
             num_cpus=num_cpus_per_task, num_gpus=num_gpus_per_task, max_retries=int(max_retries),
             retry_exceptions=[OSError])
 
-        # 1. calibration shards -> one table, merged on the driver.
-        scope = _options.names(op_types_scope, "op_types_scope")
-        scope_args = ["--op_types_scope", *scope] if scope else []
-        # --for_sensitivity: the table observes exactly the scan's tensors (see pipeline/calibrate.h).
-        calib_args = ["calibrate", "--for_sensitivity", "--granularity", granularity, *scope_args,
-                      "--calibration_method", calibration_method, "--percentile", repr(float(percentile)),
-                      "--quantize_mode", target_precision,
-                      "--num_synthetic_samples", str(int(num_calib_samples)), *common]
-        if calibration_cache is None:
+        # 1. calibration shards -> one table, merged on the driver. --for_sensitivity: the table
+        # observes exactly the scan's tensors (see pipeline/calibrate.h), at the scan's precision
+        # and synthetic sample count (calibrate's names for them).
+        calib_args = ["calibrate", "--for_sensitivity", *_flags(given, "calibrate")]
+        calib_args += ["--quantize_mode", given.get("target_precision", [_BY_NAME["target_precision"]["default"]])[0],
+                       "--num_synthetic_samples",
+                       given.get("num_calib_samples", [_BY_NAME["num_calib_samples"]["default"]])[0]]
+        if "calibration_cache" not in given:
             parts = _run_stage(ray, remote, "calibration", n_calib, model, data, None, calib_args, "-o",
                                report_progress, _task_hook)
             table_path = os.path.join(scratch, "table.json")
             _merge(["calibrate", "--merge", *_write_parts(parts, scratch, "calibration"), "-o", table_path,
                     "--log_level", log_level], "calibration")
         else:
-            table_path = os.path.abspath(_options.path(calibration_cache))
+            table_path = os.path.abspath(given["calibration_cache"][0])
         table = _FileRef.of(table_path, transfer, ray)
 
         # 2. probe shards, each with the merged table and its own FP32 reference.
-        probe_args = ["sensitivity", "--granularity", granularity, "--metric", metric,
-                      "--target_precision", target_precision, "--calibration_method", calibration_method,
-                      "--percentile", repr(float(percentile)),
-                      "--num_calib_samples", str(int(num_calib_samples)),
-                      "--activation_cache_limit_mb", str(int(activation_cache_limit_mb)), *scope_args, *common]
+        probe_args = ["sensitivity", *_flags(given, "sensitivity")]
         parts = _run_stage(ray, remote, "probes", n_probe, model, data, table, probe_args, "--output_json",
                            report_progress, _task_hook)
         merged_path = os.path.join(scratch, "merged.json")
         merge_args = ["sensitivity", "--merge", *_write_parts(parts, scratch, "probes"),
                       "--output_json", merged_path, "--log_level", log_level]
-        if report is not None:
-            merge_args += ["--report", _options.path(report)]
+        if "report" in given:
+            merge_args += ["--report", given["report"][0]]
         _merge(merge_args, "probes")
         with open(merged_path, encoding="utf-8") as f:
             text = f.read()
@@ -161,10 +143,25 @@ def score(
     worker_path = json.loads(text)["onnx_path"]
     text = text.replace('"onnx_path": ' + json.dumps(worker_path, ensure_ascii=False),
                         '"onnx_path": ' + json.dumps(user_path, ensure_ascii=False), 1)
-    if output_json is not None:
-        with open(_options.path(output_json), "w", encoding="utf-8") as f:
+    if "output_json" in given:
+        with open(given["output_json"][0], "w", encoding="utf-8") as f:
             f.write(text)
     return json.loads(text)
+
+
+def _signature() -> inspect.Signature:
+    # Three defaults of its own (see score()); the Ray parameters last.
+    params = _option_table.keywords(_TABLE, _option_table.scan_parameters(_BY_NAME),
+                                    skip=("calibration_eps", "intra_op_num_threads", "log_level"))
+    params += [inspect.Parameter("calibration_eps", inspect.Parameter.KEYWORD_ONLY, default=None),
+               inspect.Parameter("intra_op_num_threads", inspect.Parameter.KEYWORD_ONLY, default=None),
+               inspect.Parameter("log_level", inspect.Parameter.KEYWORD_ONLY, default="WARNING")]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+               for name, default in _RAY_DEFAULTS.items()]
+    return inspect.Signature(params, return_annotation=dict)
+
+
+score.__signature__ = _signature()
 
 
 # --- driver side ----------------------------------------------------------------------------------
@@ -219,20 +216,13 @@ def _data_ref(calibration_data, calibration_data_path, onnx_path, batch_axis, sc
     return _FileRef.of(path, transfer, ray)
 
 
-def _common_args(shapes, batch_size, batch_axis, eps, plugins, threads, log_level) -> list[str]:
-    args = ["--calibration_eps", *_options.names(eps, "calibration_eps"),
-            "--intra_op_num_threads", str(int(threads)), "--log_level", log_level]
-    plugin_list = _options.names(plugins, "trt_plugins")
-    if plugin_list:
-        args += ["--trt_plugins", *plugin_list]
-    shape_map = _options.shapes(shapes)
-    if shape_map:
-        args += ["--calibration_shapes", ",".join(f"{k}:{'x'.join(str(d) for d in v)}" for k, v in shape_map.items())]
-    if batch_size is not None:
-        args += ["--calibration_batch_size", str(int(batch_size))]
-    axes = _options.batch_axes(batch_axis)
-    if axes:
-        args += ["--calibration_batch_axis", ",".join(f"{k}:{v}" for k, v in axes.items())]
+def _flags(given: dict[str, list[str]], command: str) -> list[str]:
+    """The given options that `ptqkit <command>` takes, as its flags (the driver's own left out)."""
+    args = []
+    for name, values in given.items():
+        spec = _BY_NAME[name]
+        if spec[command] and name not in _DRIVER_OPTIONS:
+            args += [f"--{name}", *values]
     return args
 
 

@@ -27,6 +27,7 @@
 #include "options/option_spec.h"
 #include "pipeline/quantize_summary.h"
 #include "runtime/prepared_model.h"
+#include "scan/scan_options.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
@@ -148,17 +149,29 @@ py::object QuantizeOptionTableToList() {
   return py::module_::import("json").attr("loads")(options::QuantizeOptionsJson());
 }
 
-// Returns the scores file's exact text (SerializeResult), so Python's json.loads gives what
-// `ptqkit sensitivity` writes. Writes the JSON / HTML only when asked, both or neither.
-std::string RunScore(SensitivityOptions options, const std::optional<py::dict>& arrays,
-                     const std::string& output_json, const std::string& report_path,
-                     const std::string& data_label, const std::string& log_level,
-                     const std::string& log_file) {
+// ptqkit.sensitivity.score(): `given` holds each keyword the caller passed, as the text the CLI
+// would read (python/ptqkit/sensitivity/__init__.py writes it), applied through the option table
+// as `ptqkit sensitivity` applies its flags. Returns the scores file's exact text
+// (SerializeResult), so Python's json.loads gives what the CLI writes; writes the JSON / HTML only
+// when asked, both or neither.
+std::string RunScore(const std::map<std::string, std::vector<std::string>>& given, const std::optional<py::dict>& arrays,
+                     const std::string& data_label) {
+  options::QuantizeSettings settings;
+  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {  // table order, as the CLI
+    if (!spec.python || !(spec.commands & options::kSensitivity)) continue;
+    auto it = given.find(spec.name);
+    if (it != given.end()) options::ApplyOption(spec, it->second, settings);
+  }
+  SensitivityOptions options = settings.scan.options;
+  UseQuantizeCalibration(settings.options, options);
   std::map<std::string, HostTensor> tensors;
   if (arrays) {
     tensors = ToHostTensors(*arrays);
     options.calibration_tensors = &tensors;
   }
+  const std::string& output_json = settings.scan.output_json;
+  const std::string& report_path = settings.scan.report;
+  const std::string& log_file = settings.log_file;
   py::gil_scoped_release release;
   // Checked by the scan against the model, its external data and the calibration data; the log
   // opens first, so the same check runs here before it.
@@ -167,10 +180,11 @@ std::string RunScore(SensitivityOptions options, const std::optional<py::dict>& 
     IoGuard files;
     files.Input(options.onnx_path, "onnx_path");
     files.InputFolderFiles(options.calibration_data_path, "calibration_data");
+    files.Input(options.calibration_cache, "calibration_cache");
     for (const auto& [path, role] : options.output_files) files.Output(path, role);
     files.Check();
   }
-  LogSettings log_settings(log_level, log_file);
+  LogSettings log_settings(settings.log_level, log_file);
   SensitivityResult result;
   {
     cli::ProgressBar bar("probing");
@@ -245,28 +259,6 @@ std::map<std::string, int64_t> ModelInputRanks(const std::string& path) {
   return ranks;
 }
 
-void BindSensitivityOptions(py::module_& m) {
-  py::class_<SensitivityOptions>(m, "SensitivityOptions", "ptqkit::SensitivityOptions (defaults = the CLI's)")
-      .def(py::init<>())
-      .def_readwrite("onnx_path", &SensitivityOptions::onnx_path)
-      .def_readwrite("calibration_data_path", &SensitivityOptions::calibration_data_path)
-      .def_readwrite("num_calib_samples", &SensitivityOptions::num_calib_samples)
-      .def_readwrite("granularity", &SensitivityOptions::granularity)
-      .def_readwrite("metric", &SensitivityOptions::metric)
-      .def_readwrite("target_precision", &SensitivityOptions::target_precision)
-      .def_readwrite("calibration_method", &SensitivityOptions::calibration_method)
-      .def_readwrite("percentile", &SensitivityOptions::percentile)
-      .def_readwrite("op_types_scope", &SensitivityOptions::op_types_scope)
-      .def_readwrite("calibration_shapes", &SensitivityOptions::calibration_shapes)
-      .def_readwrite("calibration_batch_size", &SensitivityOptions::calibration_batch_size)
-      .def_readwrite("calibration_batch_axis", &SensitivityOptions::calibration_batch_axis)
-      .def_readwrite("calibration_eps", &SensitivityOptions::calibration_eps)
-      .def_readwrite("trt_plugins", &SensitivityOptions::trt_plugins)
-      .def_readwrite("intra_op_num_threads", &SensitivityOptions::intra_op_num_threads)
-      .def_readwrite("activation_cache_limit_mb", &SensitivityOptions::activation_cache_limit_mb)
-      .def_readwrite("calibration_cache", &SensitivityOptions::calibration_cache);
-}
-
 void BindPickerOptions(py::module_& m) {
   py::class_<PickerOptions>(m, "PickerOptions", "ptqkit::PickerOptions")
       .def(py::init<>())
@@ -290,13 +282,11 @@ PYBIND11_MODULE(_ptqkit, m) {
   m.attr("Error") = py::handle(g_error);  // the module keeps a reference; g_error is borrowed
   py::register_exception_translator(&TranslateErrors);
 
-  BindSensitivityOptions(m);
   BindPickerOptions(m);
 
   m.def("quantize", &RunQuantize, py::arg("given"), py::arg("arrays"), py::arg("accuracy_eval"));
   m.def("quantize_option_table", &QuantizeOptionTableToList);
-  m.def("score", &RunScore, py::arg("options"), py::arg("arrays"), py::arg("output_json"),
-        py::arg("report"), py::arg("data_label"), py::arg("log_level"), py::arg("log_file"));
+  m.def("score", &RunScore, py::arg("given"), py::arg("arrays"), py::arg("data_label"));
   m.def("suggest_exclusion", &RunSuggestExclusion, py::arg("scores"), py::arg("options"));
   m.def("summarize_exclusion", &RunSummarizeExclusion, py::arg("scores"), py::arg("excluded"));
   m.def("parse_shape_list", &ptqkit::ParseShapeList, py::arg("text"));

@@ -58,13 +58,11 @@ Command RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--shard", *shard_text, "K/N: calibrate only the K-th of N contiguous slices of the batches (K from 0)");
   cmd->add_option("--merge", *merge, "Merge these part files (every shard of one run, any order) into one table")
       ->expected(1, -1);
-  auto scan = std::make_shared<SensitivityOptions>();
+  // --granularity and --op_types_scope are the sensitivity scan's own table entries.
   auto for_scan = std::make_shared<bool>(false);
   cmd->add_flag("--for_sensitivity", *for_scan,
                 "Calibrate the tensors of a sensitivity scan (--granularity, --op_types_scope; precision = "
                 "--quantize_mode) instead of quantize's plan, for `sensitivity --calibration_cache`");
-  cmd->add_option("--granularity", scan->granularity, "With --for_sensitivity: op_type | node")->capture_default_str();
-  cmd->add_option("--op_types_scope", scan->op_types_scope, "With --for_sensitivity: the scan's op types");
 
   return [=]() {
     QuantizeOptions* o = &settings->options;
@@ -95,8 +93,9 @@ Command RegisterCalibrate(CLI::App& app) {
     {
       ProgressBar bar("calibrating");
       o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+      SensitivityOptions* scan = &settings->scan.options;
       scan->target_precision = o->quantize_mode;
-      part = Calibrate(*o, spec, *for_scan ? scan.get() : nullptr);
+      part = Calibrate(*o, spec, *for_scan ? scan : nullptr);
       o->progress = nullptr;
     }
     if (sharded) shard::SaveCalibrationPart(part, path);

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <iterator>
+#include <string>
+#include <vector>
 
 namespace ptqkit::options {
 namespace {
@@ -44,6 +46,20 @@ std::string QuantizeOptionsMarkdown() {
     if (!spec.cli || !spec.refusal.empty() || !(spec.commands & kQuantize)) continue;
     fmt::format_to(it, "| {} | {} | {} |\n", Flag(spec), DefaultCell(spec), spec.details.empty() ? spec.help : spec.details);
   }
+  // The sensitivity scan: the options above it shares (by name), then its own.
+  std::vector<std::string> shared;
+  for (const OptionSpec& spec : QuantizeOptionTable()) {
+    if (spec.cli && (spec.commands & kSensitivity) && (spec.commands & kQuantize)) shared.push_back(Flag(spec));
+  }
+  fmt::format_to(it,
+                 "\n`ptqkit sensitivity` (and `ptqkit.sensitivity.score()`, `ptqkit.distributed.score()`) takes "
+                 "these options of quantize, with the same meaning: {}; and its own:\n\n"
+                 "| option | default | meaning |\n|---|---|---|\n",
+                 fmt::join(shared, ", "));
+  for (const OptionSpec& spec : QuantizeOptionTable()) {
+    if (!spec.cli || !(spec.commands & kSensitivity) || (spec.commands & kQuantize)) continue;
+    fmt::format_to(it, "| {} | {} | {} |\n", Flag(spec), DefaultCell(spec), spec.details.empty() ? spec.help : spec.details);
+  }
   out += "\nModelOpt 0.47 flags that ptqkit refuses (with this reason) or reads differently:\n\n"
          "| ModelOpt flag | ptqkit |\n|---|---|\n";
   for (const OptionSpec& spec : QuantizeOptionTable()) {
@@ -69,6 +85,7 @@ std::string QuantizeOptionsJson() {
     j["implicit_value"] = spec.implicit_value ? nlohmann::ordered_json(*spec.implicit_value) : nullptr;
     j["quantize"] = (spec.commands & kQuantize) != 0;
     j["calibrate"] = (spec.commands & kCalibrate) != 0;
+    j["sensitivity"] = (spec.commands & kSensitivity) != 0;
     j["cli"] = spec.cli;
     j["python"] = spec.python;
     j["aliases"] = spec.aliases;

@@ -7,8 +7,8 @@
 
 namespace ptqkit::options {
 
-// The `ptqkit quantize` table (every option the CLI takes), then the table of ModelOpt flags ptqkit
-// refuses or reads differently. The README holds exactly this text (tests/python/test_options.py).
+// The `ptqkit quantize` table (every option the CLI takes), the sensitivity scan's own options, then
+// the table of ModelOpt flags ptqkit refuses or reads differently. The README holds exactly this text (tests/python/test_options.py).
 std::string QuantizeOptionsMarkdown();
 
 // Every spec, with its default as the CLI writes it, as a JSON document.

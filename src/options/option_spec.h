@@ -16,13 +16,29 @@
 
 #include "ptqkit/error.h"
 #include "ptqkit/quantize.h"
+#include "ptqkit/sensitivity.h"
 
 namespace ptqkit::options {
 
+// What `ptqkit sensitivity` (and ptqkit.sensitivity.score()) takes besides the data, calibration
+// and runtime options it shares with quantize: the scan's own choices and where its results go.
+// The shared options live in QuantizeSettings::options (one declaration, one parser) and reach the
+// scan through scan/scan_options.h.
+struct ScanSettings {
+  SensitivityOptions options;  // granularity, metric, target_precision, op_types_scope, ...
+  std::string shard;           // "K/N": score only every N-th target from K, write a part file
+  std::vector<std::string> merge;  // part files to merge into the scores file
+  std::string output_json;     // the scores file ("": <model>.sensitivity.json beside the model)
+  std::string report;          // the HTML report ("": none)
+  bool show_zero_scores = false;
+};
+
 // What a front end needs besides QuantizeOptions: logging is process-wide state that the CLI and
-// the Python binding set around a run, not an input of the library.
+// the Python binding set around a run, not an input of the library; `scan` holds what only the
+// sensitivity command reads.
 struct QuantizeSettings {
   QuantizeOptions options;
+  ScanSettings scan;
   std::string log_level = "INFO";
   std::string log_file;
 };
@@ -36,7 +52,7 @@ enum class Kind {
 };
 
 // Which subcommands take an option.
-enum Command : unsigned { kQuantize = 1u, kCalibrate = 2u };
+enum Command : unsigned { kQuantize = 1u, kCalibrate = 2u, kSensitivity = 4u };
 
 struct OptionSpec {
   std::string name;  // --name on the CLI, the keyword in Python
@@ -68,8 +84,9 @@ struct OptionSpec {
   std::function<std::string(const QuantizeSettings&)> show;
 };
 
-// Every option of `ptqkit quantize` (and the subset `ptqkit calibrate` takes), in --help order,
-// including the ModelOpt flags ptqkit refuses (with their reasons).
+// Every option of `ptqkit quantize` (and the subsets `ptqkit calibrate` and `ptqkit sensitivity`
+// take, with the sensitivity scan's own options), in --help order, including the ModelOpt flags
+// ptqkit refuses (with their reasons).
 const std::vector<OptionSpec>& QuantizeOptionTable();
 
 // The spec whose name or alias is `name`, or nullptr.

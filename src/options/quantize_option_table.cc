@@ -1,5 +1,5 @@
-// The options of `ptqkit quantize` (and of `ptqkit calibrate`, which takes the data and
-// calibration ones), one entry each, and every flag of ModelOpt 0.47's
+// The options of `ptqkit quantize` (and of `ptqkit calibrate` and `ptqkit sensitivity`, which take
+// the data and calibration ones; the scan's own are in sensitivity_option_table.cc), one entry each, and every flag of ModelOpt 0.47's
 // `python -m modelopt.onnx.quantization`: taken with ModelOpt's meaning, or refused with the
 // reason. Entries keep --help order; the README's table is written from them (`ptqkit options
 // --format markdown`, checked by tests/python/test_options.py).
@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "options/autotune_option_table.h"
+#include "options/sensitivity_option_table.h"
 #include "options/option_builders.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -27,6 +28,8 @@ std::vector<std::string> FormatRowNames() {
 }
 
 constexpr unsigned kBoth = kQuantize | kCalibrate;
+// The data, calibration, runtime and logging options the sensitivity scan shares with quantize.
+constexpr unsigned kAll = kQuantize | kCalibrate | kSensitivity;
 
 // "in:1x3x224x224,mask:1x128": the text --calibration_shapes / --override_shapes read.
 std::string ShapeListText(const std::map<std::string, std::vector<int64_t>>& shapes) {
@@ -39,7 +42,7 @@ std::vector<OptionSpec> BuildTable() {
   std::vector<OptionSpec> t;
   // ---- model and output
   t.push_back(Text("onnx_path", &QuantizeOptions::onnx_path, "Input FP32 ONNX model (never modified)")
-                  .Metavar("M").Path().Commands(kBoth).Required(kQuantize).DefaultDoc("(required)").Details(R"(FP32 model, opset 7–21 (below 13 is upgraded by ONNX's version converter), IR ≥ 3 (raised with the opset); external data is read; models over 2 GiB run without ever serializing their weights. Networks inside `If`/`Loop`/`Scan` subgraphs are quantized like the main graph (a branch the calibration data never takes stays float, with a warning). Never modified.)"));
+                  .Metavar("M").Path().Commands(kAll).Required(kQuantize).DefaultDoc("(required)").Details(R"(FP32 model, opset 7–21 (below 13 is upgraded by ONNX's version converter), IR ≥ 3 (raised with the opset); external data is read; models over 2 GiB run without ever serializing their weights. Networks inside `If`/`Loop`/`Scan` subgraphs are quantized like the main graph (a branch the calibration data never takes stays float, with a warning). Never modified.)"));
   t.push_back(Text("output_path", &QuantizeOptions::output_path,
                    "Output model (default: <model>.quant.onnx beside the input)")
                   .Metavar("O").Path().DefaultDoc("`<M's stem>.quant.onnx` beside M").Details(R"(written to a temporary file in O's folder, then renamed)"));
@@ -83,12 +86,12 @@ std::vector<OptionSpec> BuildTable() {
                   .Details(R"(Before placement and calibration, the graph becomes the one TensorRT and ONNX Runtime run: a BatchNormalization after a Conv, ConvTranspose or Gemm is folded into its weight and bias (after a MatMul of a 2-D input too, which becomes a Gemm), as is a Mul or Add by a per-output-channel or scalar constant (Paddle/TF exports), and HardSigmoid/HardSwish written out as Add/Clip/Div/Mul become the operator (HardSwish from opset 14). Only where exact in real arithmetic: weights that are constants (initializers or Constant nodes, also through Identity/Cast) and not graph inputs, an output read by nothing else; values computed in double and rounded once (**edits weights and biases**). The summary gives the largest output difference against the model as given on calibration samples. Main graph only. `false` leaves the graph as it is)"));
   t.push_back(Text("calibration_data_path", &QuantizeOptions::calibration_data_path,
                    ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data")
-                  .Metavar("D").Path().Commands(kBoth).DefaultDoc("none").Details(R"(see "Calibration data" below; none = seeded synthetic data, with a warning)"));
+                  .Metavar("D").Path().Commands(kAll).DefaultDoc("none").Details(R"(see "Calibration data" below; none = seeded synthetic data, with a warning)"));
   t.push_back(Text("calibration_method", &QuantizeOptions::calibration_method,
                    "int8/fp8: max | entropy | percentile | mse (default mse); int4/nvfp4/mxfp8: rtn | awq_clip | "
                    "awq_lite (default awq_clip for int4, rtn for nvfp4/mxfp8)")
                   .Choices({"max", "entropy", "percentile", "mse", "rtn", "rtn_dq", "awq_clip", "awq_lite"})
-                  .Commands(kBoth).PythonNone().DefaultDoc("`mse` (int8/fp8), `awq_clip` (int4), `rtn` (nvfp4, mxfp8)")
+                  .Commands(kAll).PythonNone().DefaultDoc("`mse` (int8/fp8), `awq_clip` (int4), `rtn` (nvfp4, mxfp8)")
                   .Apply([](QuantizeSettings& s, const std::string& v) {
                     // ModelOpt spells round-to-nearest "rtn_dq" (its output has DequantizeLinear only, as ours).
                     s.options.calibration_method = v == "rtn_dq" ? "rtn" : v;
@@ -97,18 +100,18 @@ std::vector<OptionSpec> BuildTable() {
                                       "rtn_dq is taken as rtn")
                   .Details(R"(int8/fp8: `max` (absmax), `entropy` (TensorRT-style KL search, 128 levels, over ≥ 2048 histogram bins; exact zeros are left out of the search, and the result is never below the `mse` range of the same histogram: KL alone clipped OCR activations to 3% of their range), `percentile`, `mse` (the amax with the least expected squared quantize-dequantize error over the |x| histogram, rounding inside the range plus clipping outside, on the real grid: int8's 127 uniform steps, or FP8 E4M3's non-uniform values with amax ↦ 448; 256 candidate amax up to the absmax). The default is `mse`, not ModelOpt's `entropy`: on real models it stayed within about one point of `max` and was often better, while `entropy` (before its mse floor) wrecked the OCR models. Calibration caches written before `mse`/zero counts (table version 1) are rejected; recalibrate. int4, nvfp4, mxfp8 (weight-only): `rtn` (round to nearest, scale = block amax / the grid's top (7, 6, 448) in the format's scale encoding; reads data only for the loss report, when --calibration_data_path is given), `awq_clip` (per block and output column, the clipping ratio α ∈ {0.5, 0.55, …, 1} with the least output error on the calibration activations; one streaming pass collects each weight input's block Gram matrices XᵀX, so memory does not grow with the number of samples); `awq_lite` (activation-aware scaling: from the same single pass, a_k = mean |x_k| per input channel; for α ∈ {0, 0.05, …, 1} the scales s_k = a_k^α / √(max·min) are tried, the weight stores RTN(diag(s)·W) and the α with the least modelled output error on the block Gram matrices wins, ties to the smaller α, α = 0 being plain RTN; a chosen α > 0 adds a `[K]` initializer 1/s and a `Mul(activation, 1/s)` in front of each consumer; the scaled weight then gets the awq_clip search on the Gram of x·(1/s), so α = 0 is exactly awq_clip). nvfp4 and mxfp8 default to `rtn`: on PP-OCR rec, nvfp4 `awq_clip` raised exact lines in-sample and lost 16 points held out (bench/README). A method of the other modes is an error.)"));
   t.push_back(Real("percentile", &QuantizeOptions::percentile, "Percentile for --calibration_method percentile")
-                  .Metavar("P").Commands(kBoth).Details(R"(for `percentile`)"));
+                  .Metavar("P").Commands(kAll).Details(R"(for `percentile`)"));
   t.push_back(Text("calibration_shapes", nullptr, "Calibration shapes, e.g. input:8x3x224x224,mask:8x128")
-                  .Metavar("in:8x3x224x224,...").Commands(kBoth)
+                  .Metavar("in:8x3x224x224,...").Commands(kAll)
                   .Apply([](QuantizeSettings& s, const std::string& v) { s.options.calibration_shapes = ParseShapeList(v); })
                   .Show([](const QuantizeSettings& s) { return ShapeListText(s.options.calibration_shapes); }).Details(R"(calibration batch shape per input (axis 0 = batch size))"));
   t.push_back(Text("calibration_batch_size", nullptr, "Batch size for models with a dynamic batch dimension (default 1)")
-                  .Metavar("N").Int(1, 12, &QuantizeOptions::calibration_batch_size).Commands(kBoth).PythonNone()
+                  .Metavar("N").Int(1, 12, &QuantizeOptions::calibration_batch_size).Commands(kAll).PythonNone()
                   .DefaultDoc("model's fixed batch, else 1").Details(R"(batch size for models with a dynamic batch dimension)"));
   t.push_back(List("calibration_batch_axis", nullptr,
                    "Axis the samples of an input lie along, e.g. state:1 (repeatable or comma list; default: inferred "
                    "when the input has exactly one dynamic dim, else 0; scalars are fed whole)")
-                  .Metavar("state:1").Commands(kBoth)
+                  .Metavar("state:1").Commands(kAll)
                   .ApplyList([](QuantizeSettings& s, const std::vector<std::string>& v) {
                     std::string text;
                     for (const auto& entry : v) text += entry + ",";
@@ -131,12 +134,12 @@ std::vector<OptionSpec> BuildTable() {
 
   // ---- runtime
   t.push_back(List("calibration_eps", &QuantizeOptions::calibration_eps, "Execution providers in order: cpu, cuda:N, trt")
-                  .Metavar("EP").Commands(kBoth)
+                  .Metavar("EP").Commands(kAll)
                   .ModelOptDifference("ModelOpt's default is cpu cuda:0 trt; ptqkit's is cpu (its bundled ONNX Runtime "
                                       "is CPU-only)")
                   .Details(R"(execution providers in order; one that this ONNX Runtime build lacks is reported and skipped)"));
   t.push_back(List("trt_plugins", &QuantizeOptions::trt_plugins, "TensorRT plugin libraries (.so) for the trt provider")
-                  .Metavar("a.so").Path().Commands(kBoth).Details(R"(passed to the TensorRT provider)"));
+                  .Metavar("a.so").Path().Commands(kAll).Details(R"(passed to the TensorRT provider)"));
   t.push_back(Refused("trt_plugins_precision", Kind::kList,
                       "ptqkit cannot run TensorRT plugins (its ONNX Runtime has no TensorRT provider), so it can "
                       "neither calibrate a plugin's int8/fp8 inputs nor check its fp16 form; keep plugins out of the "
@@ -168,7 +171,7 @@ std::vector<OptionSpec> BuildTable() {
                            "(`nv_profile_*`) have no provider here.")
                   .ModelOptDifference("only the trt entry may hold options (ptqkit has no TensorRT-RTX provider)"));
   t.push_back(Text("intra_op_num_threads", nullptr, "ONNX Runtime threads (0 = its default)")
-                  .Metavar("N").Int32(0, 6, &QuantizeOptions::intra_op_num_threads).Commands(kBoth).PythonNone()
+                  .Metavar("N").Int32(0, 6, &QuantizeOptions::intra_op_num_threads).Commands(kAll).PythonNone()
                   .DefaultDoc("ONNX Runtime's default").Details(R"(results do not depend on it)"));
   t.push_back(Refused("calibrate_per_node", Kind::kFlag,
                       "ptqkit's calibration already keeps memory bounded: ONNX Runtime runs one batch at a time and "
@@ -316,7 +319,7 @@ std::vector<OptionSpec> BuildTable() {
                   .Metavar("F").Path().Details(R"(write the calibration table (JSON: tensor → amax and exact histogram))"));
   t.push_back(Text("calibration_cache", &QuantizeOptions::calibration_cache,
                    "Read the calibration table (JSON) instead of calibrating")
-                  .Metavar("F").Path().Details(R"(read that table instead of calibrating)"));
+                  .Metavar("F").Path().Commands(kQuantize | kSensitivity).Details(R"(read that table instead of calibrating (sensitivity: a table of `calibrate --for_sensitivity`))"));
   t.push_back(Text("calibration_cache_path", &QuantizeOptions::calibration_cache_path,
                    "Read activation scales from a TensorRT calibration cache (text)")
                   .Metavar("F").Path()
@@ -334,14 +337,14 @@ std::vector<OptionSpec> BuildTable() {
 
   // ---- logging (front-end settings)
   t.push_back(Text("log_level", nullptr, "DEBUG | INFO | WARNING | ERROR (any case)")
-                  .Commands(kBoth)
+                  .Commands(kAll)
                   .Apply([](QuantizeSettings& s, const std::string& v) {
                     log::ParseLevel(v);  // names a bad level now, before anything runs
                     s.log_level = v;
                   })
                   .Show([](const QuantizeSettings& s) { return s.log_level; }));
   t.push_back(Text("log_file", nullptr, "Also write log messages to this file")
-                  .Metavar("F").Path().Commands(kBoth)
+                  .Metavar("F").Path().Commands(kAll)
                   .Apply([](QuantizeSettings& s, const std::string& v) { s.log_file = v; })
                   .Show([](const QuantizeSettings& s) { return s.log_file; }));
   t.push_back(Flag("keep_intermediate_files", nullptr, "ModelOpt: keep intermediate files (ptqkit writes none)")
@@ -365,6 +368,7 @@ std::vector<OptionSpec> BuildTable() {
                       "engines; use --op_types_to_quantize with the op types your DLA build runs"));
   // Autotune: --autotune [quick|default|extensive] and the --autotune_* flags (autotune_option_table.cc).
   AddAutotuneOptions(t);
+  AddSensitivityOptions(t);
   return t;
 }
 

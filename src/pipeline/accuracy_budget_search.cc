@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "ptqkit/sensitivity.h"
+#include "scan/scan_options.h"
 #include "scan/sensitivity_shard.h"
 #include "sensitivity/rank_order.h"
 
@@ -29,23 +30,14 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const Pr
   if (at_zero > o.accuracy_budget) {
     log::Info("accuracy budget: divergence {:.6g} > {:.6g}; ranking nodes with a sensitivity scan", at_zero,
               o.accuracy_budget);
+    // The ranking probes calibrate and run as this run does (data, method, percentile, table, ...).
     SensitivityOptions so;
-    so.onnx_path = o.onnx_path;
-    so.calibration_data_path = o.calibration_data_path;
-    if (o.calibration_tensors) so.calibration_tensors = &*o.calibration_tensors;
+    UseQuantizeCalibration(o, so);
+    so.calibration_method = report->calibration_method;  // the method this run resolved
     so.num_calib_samples = o.num_synthetic_samples;
-    so.synthetic_seed = o.synthetic_seed;
     so.granularity = "node";
     so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
     so.target_precision = o.quantize_mode;
-    so.calibration_method = report->calibration_method;
-    so.percentile = o.percentile;  // the ranking probes quantize as this run does
-    so.calibration_shapes = o.calibration_shapes;
-    so.calibration_batch_size = o.calibration_batch_size;
-    so.calibration_batch_axis = o.calibration_batch_axis;
-    so.calibration_eps = o.calibration_eps;
-    so.trt_plugins = o.trt_plugins;
-    so.intra_op_num_threads = o.intra_op_num_threads;
     // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
     std::set<std::string> quantized, op_types;
     for (const auto& [node, op] : quantized_nodes) {

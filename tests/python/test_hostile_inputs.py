@@ -657,7 +657,8 @@ SENSITIVITY_BAD = [
     ("granularity", ["--granularity", "layer"], "layer", 1),
     ("metric", ["--metric", "l7"], "l7", 1),
     ("cuda_huge", ["--calibration_eps", "cuda:99999999999999999999"], "cuda:9999", 1),
-    ("cache_limit_neg", ["--activation_cache_limit_mb", "-5"], "activation_cache_limit_mb", 1),
+    # A count below its minimum is a usage error like the other counts (the option table's rule).
+    ("cache_limit_neg", ["--activation_cache_limit_mb", "-5"], "activation_cache_limit_mb", 2),
 ]
 
 

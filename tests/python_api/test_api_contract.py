@@ -52,41 +52,34 @@ def _cli_flags(cli, subcommand) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("subcommand", ["quantize", "sensitivity"])
-def test_every_cli_option_is_a_keyword_with_the_cli_default(subcommand, cli):
-    from ptqkit import _ptqkit
+def test_every_cli_option_is_a_keyword_with_the_tables_default(subcommand, cli):
+    # Both front ends are made from the option table: every flag is a keyword, with the table's
+    # default (None where the library decides).
+    from ptqkit import _option_table
 
-    function, struct = {"quantize": (ptqkit.quantize, None),
-                        "sensitivity": (ptqkit.sensitivity.score, _ptqkit.SensitivityOptions())}[subcommand]
+    function = {"quantize": ptqkit.quantize, "sensitivity": ptqkit.sensitivity.score}[subcommand]
     params = inspect.signature(function).parameters
     flags = _cli_flags(cli, subcommand)
     assert "onnx_path" in flags and "log_level" in flags  # the help text parsed
-    if subcommand == "quantize":
-        # Both come from the option table: every flag is a keyword, with the table's default.
-        table = {spec["name"]: spec for spec in _ptqkit.quantize_option_table()}
-        for flag in flags:
-            if flag not in NOT_KEYWORDS[subcommand]:
-                assert flag in params and flag in table, flag
-        return
-    for flag, default in flags.items():
+    table = _option_table.by_name(_option_table.specs(subcommand))
+    for flag in flags:
         if flag in NOT_KEYWORDS[subcommand]:
             continue
-        assert flag in params, f"`ptqkit {subcommand} --{flag}` has no keyword in {function.__qualname__}"
-        py_default = params[flag].default
-        if py_default is None and default is not None:
-            # None leaves the C++ option at its default, which is what the CLI shows.
-            py_default = getattr(struct, flag)
-        if default is None:  # not shown: unset in the CLI, None / False here
-            assert py_default in (None, False, inspect.Parameter.empty), (flag, py_default)
-        else:
-            assert (list(py_default) if isinstance(py_default, tuple) else py_default) == default, flag
+        assert flag in params and flag in table, f"`ptqkit {subcommand} --{flag}` has no keyword in {function.__qualname__}"
+        if params[flag].default is not inspect.Parameter.empty:
+            assert params[flag].default == _option_table.python_default(table[flag]), flag
+    # The sensitivity scan shares quantize's calibration options (one declaration each).
+    if subcommand == "sensitivity":
+        for shared in ("calibration_data_path", "calibration_method", "percentile", "calibration_batch_axis",
+                       "calibration_eps", "calibration_cache", "log_level"):
+            assert table[shared]["quantize"] and table[shared]["sensitivity"], shared
 
 
 def test_python_defaults_match_the_cpp_structs():
     from ptqkit import _ptqkit
 
-    # (ptqkit.quantize's defaults are read from the C++ struct by the option table itself.)
-    for function, struct in ((ptqkit.sensitivity.score, _ptqkit.SensitivityOptions()),
-                             (ptqkit.sensitivity.suggest_exclusion, _ptqkit.PickerOptions())):
+    # (quantize()'s and score()'s are the option table's, which reads them from the C++ structs.)
+    for function, struct in ((ptqkit.sensitivity.suggest_exclusion, _ptqkit.PickerOptions()),):
         for name, p in inspect.signature(function).parameters.items():
             if p.default is None or p.default is inspect.Parameter.empty or not hasattr(struct, name):
                 continue
@@ -152,6 +145,21 @@ def _normalize(message: str) -> str:
     tensor ...)" for in-memory arrays."""
     message = re.sub(r"\(calibration tensor (\(unnamed\)|'[^']*')\)", "(<data>)", message)
     return re.sub(r"\(?'?/\S+\.np[yz]'?\)?", "(<data>)", message)
+
+
+@pytest.mark.parametrize("option, value, flag_value", [
+    ("metric", "kl", "kl"),                             # a scan option: the table's choices
+    ("granularity", "layer", "layer"),
+    ("calibration_method", "minmax", "minmax"),         # a shared option: quantize's entry
+    ("calibration_shapes", "in:8x3", "in:8x3"),         # parsed by quantize's shape parser
+    ("calibration_batch_axis", {"in": -1}, "in:-1"),
+    ("log_level", "LOUD", "LOUD"),
+])
+def test_sensitivity_score_and_cli_read_options_alike(option, value, flag_value, small_cnn, cli):
+    # score() hands each keyword to the option table as the CLI's text: same parser, same message.
+    with pytest.raises(ptqkit.Error) as info:
+        ptqkit.sensitivity.score(small_cnn, **{option: value})
+    assert str(info.value) == _cli_error(cli, "sensitivity", "--onnx_path", str(small_cnn), f"--{option}", flag_value)
 
 
 def test_object_arrays_and_unjoinable_samples_are_ptqkit_errors(small_cnn):

@@ -11,53 +11,34 @@ parsed). The picker's warnings (near ties, unknown names, ...) go to the "ptqkit
 """
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Mapping
 
-from ptqkit import _calibration, _options, _ptqkit
+from ptqkit import _calibration, _option_table, _options, _ptqkit
 
 logger = logging.getLogger("ptqkit")
 
 __all__ = ["score", "suggest_exclusion", "summarize_exclusion"]
 
 
-def score(
-    onnx_path,
-    calibration_data=None,
-    granularity: str = "op_type",
-    metric: str = "kl_div",
-    target_precision: str = "int8",
-    calibration_method: str = "mse",
-    op_types_scope=None,
-    *,
-    calibration_data_path=None,
-    percentile: float = 99.999,
-    num_calib_samples: int = 100,
-    calibration_shapes=None,
-    calibration_batch_size=None,
-    calibration_batch_axis=None,
-    calibration_eps=("cpu",),
-    trt_plugins=None,
-    intra_op_num_threads=None,
-    activation_cache_limit_mb: int = 2048,
-    calibration_cache=None,
-    output_json=None,
-    report=None,
-    log_level: str = "INFO",
-    log_file=None,
-) -> dict:
+_TABLE = _option_table.specs("sensitivity")
+_BY_NAME = _option_table.by_name(_TABLE)
+
+
+def score(onnx_path, calibration_data=None, granularity=None, metric=None, target_precision=None,
+          calibration_method=None, op_types_scope=None, **options) -> dict:
     """Scores each op type (granularity="op_type") or node ("node") by how much quantizing it
     alone changes the model's outputs (metric kl_div | mse | cos; higher = more sensitive).
 
+    Keywords: the options of `ptqkit sensitivity` (see the signature, `python -m
+    ptqkit.sensitivity --help` and the README), from the same option table: the data,
+    calibration and runtime ones are quantize's, with the same names, values and errors.
     calibration_data: as for ptqkit.quantize() (path, array, mapping, sequence of per-sample
     mappings); None = synthetic inputs (scores are then directional only).
     output_json / report: also write the scores file / HTML report there (nothing is written by
     default; `python -m ptqkit.sensitivity` writes <model>.sensitivity.json like the CLI).
-
-    activation_cache_limit_mb: FP32 activations cached for probe sub-graphs; above it every probe
-    runs the whole model (same scores, slower); 0 = always whole-model probes.
-
     calibration_cache: a calibration table (`ptqkit calibrate --for_sensitivity`) to take the
     ranges from instead of calibrating; a table of another model is refused.
 
@@ -67,29 +48,23 @@ def score(
     "num_calibration_samples", "metric", "granularity", "target_precision", "timings",
     "onnx_path", "ptqkit_version"}. Raises ptqkit.Error.
     """
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
-                                _options.batch_axes(calibration_batch_axis))
-    o = _ptqkit.SensitivityOptions()
-    o.onnx_path = _options.path(onnx_path)
-    o.calibration_data_path = data.path
-    o.granularity = granularity
-    o.metric = metric
-    o.target_precision = target_precision
-    o.calibration_method = calibration_method
-    o.percentile = float(percentile)
-    o.op_types_scope = _options.names(op_types_scope, "op_types_scope")
-    o.num_calib_samples = int(num_calib_samples)
-    o.calibration_shapes = _options.shapes(calibration_shapes)
-    o.calibration_batch_size = _options.count(calibration_batch_size)
-    o.calibration_batch_axis = _options.batch_axes(calibration_batch_axis)
-    o.calibration_eps = _options.names(calibration_eps, "calibration_eps")
-    o.trt_plugins = _options.names(trt_plugins, "trt_plugins")
-    o.intra_op_num_threads = _options.count(intra_op_num_threads)
-    o.activation_cache_limit_mb = int(activation_cache_limit_mb)
-    o.calibration_cache = _options.path(calibration_cache)
-    text = _ptqkit.score(o, data.arrays, _options.path(output_json), _options.path(report), data.label,
-                         log_level, _options.path(log_file))
-    return json.loads(text)
+    options.update(granularity=granularity, metric=metric, target_precision=target_precision,
+                   calibration_method=calibration_method, op_types_scope=op_types_scope)
+    given = _option_table.given_text("score", _BY_NAME, options)
+    given["onnx_path"] = _option_table.as_text(_BY_NAME["onnx_path"], onnx_path)
+    data = _calibration.resolve(calibration_data, options.get("calibration_data_path"), onnx_path,
+                                _option_table.batch_axes(given))
+    if data.path:
+        given["calibration_data_path"] = [data.path]
+    return json.loads(_ptqkit.score(given, data.arrays, data.label))
+
+
+def _signature() -> inspect.Signature:
+    return inspect.Signature(_option_table.keywords(_TABLE, _option_table.scan_parameters(_BY_NAME)),
+                             return_annotation=dict)
+
+
+score.__signature__ = _signature()
 
 
 def suggest_exclusion(
