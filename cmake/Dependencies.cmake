@@ -1,15 +1,19 @@
 # Finds the dependencies that scripts/setup installs. ONNX and ONNX Runtime come from .deps/ (ONNX
 # built from its PyPI sources; ONNX Runtime's library from the npm package onnxruntime-node, headers
 # from Debian's libonnxruntime-dev), not from the system.
-# With PTQKIT_FETCH_DEPENDENCIES (builds from the sdist) FetchDependencies.cmake provides the same
-# targets from pinned source archives instead, and nothing comes from the system.
+# With PTQKIT_FETCH_DEPENDENCIES (the wheel and builds from the sdist) FetchDependencies.cmake
+# provides the same targets from pinned source archives instead, and nothing comes from the system.
 # Either way the stages link ${PTQKIT_FMT}, ${PTQKIT_RE2} and ${PTQKIT_MINIZIP}.
+# A self-contained build (the wheel, the sdist) links every dependency statically, so it builds them
+# from source: Debian's static archives use local-exec thread-local storage, which a shared object
+# cannot hold, and Debian's RE2 source lacks its generated tables.
+if(PTQKIT_SELF_CONTAINED AND NOT PTQKIT_FETCH_DEPENDENCIES)
+  message(FATAL_ERROR "ptqkit: PTQKIT_SELF_CONTAINED=ON needs PTQKIT_FETCH_DEPENDENCIES=ON (static, "
+                      "position-independent dependencies are built from their pinned sources)")
+endif()
 if(PTQKIT_FETCH_DEPENDENCIES)
   include(${CMAKE_CURRENT_LIST_DIR}/FetchDependencies.cmake)
 else()
-  if(PTQKIT_SELF_CONTAINED)
-    set(Protobuf_USE_STATIC_LIBS ON)  # FindProtobuf: libprotobuf.a (built position-independent by Debian)
-  endif()
   find_package(Protobuf REQUIRED)
   # The ONNX library (protos, checker, shape inference, version converter) that scripts/setup builds
   # from its source distribution; never the distribution's older libonnx-dev.
@@ -19,30 +23,13 @@ else()
   find_package(nlohmann_json REQUIRED)
   find_package(CLI11 REQUIRED)
   find_package(fmt REQUIRED)
-  # Self-contained builds compile fmt into each user instead of linking libfmt.so.
-  if(PTQKIT_SELF_CONTAINED)
-    set(PTQKIT_FMT fmt::fmt-header-only)
-  else()
-    set(PTQKIT_FMT fmt::fmt)
-  endif()
+  set(PTQKIT_FMT fmt::fmt)
   find_package(PkgConfig REQUIRED)
   # Node selectors and --blocks patterns: RE2 matches in linear time without recursion (std::regex
   # overflowed the stack on long names and backtracked forever on '(a+)+$').
   pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
   set(PTQKIT_RE2 PkgConfig::RE2)
-  if(PTQKIT_SELF_CONTAINED)
-    # minizip over the static archives (it needs zlib's). RE2 stays shared: Debian's libre2.a uses
-    # local-exec thread-local storage, which a shared object cannot hold, and its source package
-    # lacks generated tables; auditwheel copies libre2.so into the wheel under a name of its own.
-    find_path(MINIZIP_INCLUDE minizip/unzip.h REQUIRED)
-    find_library(MINIZIP_ARCHIVE libminizip.a REQUIRED)
-    find_library(ZLIB_ARCHIVE libz.a REQUIRED)
-    add_library(PkgConfig::MINIZIP STATIC IMPORTED)
-    set_target_properties(PkgConfig::MINIZIP PROPERTIES IMPORTED_LOCATION "${MINIZIP_ARCHIVE}"
-      INTERFACE_INCLUDE_DIRECTORIES "${MINIZIP_INCLUDE}" INTERFACE_LINK_LIBRARIES "${ZLIB_ARCHIVE}")
-  else()
-    pkg_check_modules(MINIZIP REQUIRED IMPORTED_TARGET minizip)
-  endif()
+  pkg_check_modules(MINIZIP REQUIRED IMPORTED_TARGET minizip)
   set(PTQKIT_MINIZIP PkgConfig::MINIZIP)
 endif()
 # A wheel build (pip install ., SKBUILD) builds neither tests nor benchmarks.

@@ -1,7 +1,7 @@
 # PTQKIT_FETCH_DEPENDENCIES=ON: every library ptqkit needs comes from a pinned, checksummed source
 # archive that this configure step downloads, so that `pip install ptqkit-*.tar.gz` (the sdist;
-# pyproject.toml turns this on for builds from it) works on a machine with only a C/C++ compiler,
-# CMake and Python. Nothing is looked up on the system. The sources are the ones scripts/setup
+# pyproject.toml turns this on for builds from it; scripts/build_wheel builds the wheel the same
+# way) works on a machine with only a C/C++ compiler, CMake and Python. Nothing is looked up on the system. The sources are the ones scripts/setup
 # installs, from the registries this project already relies on (Debian's archive, PyPI, npm):
 #   protobuf 3.21.12   Debian's upstream tarball (Debian's patches touch only Java, Python, PHP,
 #                      tests and other architectures' builds; none changes the C++ library)

@@ -6,7 +6,8 @@
 # as empty: a build that reached for one of them would fail. pip builds the sdist as a user's pip
 # would (build isolation: the backend, pybind11 and a CMake >= 3.26 from PyPI); the build downloads
 # its dependencies itself (cmake/FetchDependencies.cmake), keeping them in
-# ${PTQKIT_CACHE_DIR:-~/.cache/ptqkit}/sdist-downloads, where each is checked against its checksum.
+# ${PTQKIT_CACHE_DIR:-~/.cache/ptqkit}/dependency-downloads (shared with scripts/build_wheel), where
+# each is checked against its checksum.
 # The wheel it built is then checked like the shipped one (wheel_install.sh: libraries, exported
 # symbols, glibc floor, imports beside onnx and onnxruntime, the same bytes as the build tree's binary).
 # Prints the build time. Usage: tests/python_api/sdist_install.sh SDIST [path/to/ptqkit-binary]
@@ -23,9 +24,9 @@ unset LD_LIBRARY_PATH PYTHONPATH CMAKE_PREFIX_PATH
 hidden_packages=(libprotobuf-dev protobuf-compiler libprotoc-dev libre2-dev libfmt-dev libcli11-dev
                  nlohmann-json3-dev libminizip-dev zlib1g-dev pybind11-dev)
 "$python" -m venv "$work/venv"
-mkdir -p "$cache/sdist-downloads"
+mkdir -p "$cache/dependency-downloads"
 start=$(date +%s)
-PTQKIT_DOWNLOAD_DIR="$cache/sdist-downloads" unshare --mount --map-root-user bash -s -- \
+PTQKIT_DOWNLOAD_DIR="$cache/dependency-downloads" unshare --mount --map-root-user bash -s -- \
   "$work" "$sdist" "${hidden_packages[@]}" <<'HIDE'
 set -euo pipefail
 work="$1"; sdist="$2"; shift 2
