@@ -97,6 +97,11 @@ struct QuantizeOptions {
   // The loss report: `eval_samples` samples spread evenly through the calibration data (at most a
   // quarter of it) are held out of the calibration and both models run on them; 0 = no report.
   int64_t eval_samples = 16;
+  // An input that marks padding with 0, [batch, sequence] (a token model's attention_mask): the
+  // loss report and the accuracy budget leave out the positions of every output shaped
+  // [batch, sequence, ...] where it is 0, as a task metric over real tokens does. "": every
+  // position counts (padded positions then weigh as much as real ones).
+  std::string eval_mask_input;
   std::string report_json;  // write the run's report (loss included) as JSON here
   std::string report_html;  // ... and as a self-contained HTML page (loss table, budget curve)
   // Accuracy budget (int8/fp8, needs held-out samples): when >= 0, keep in float the fewest
@@ -187,6 +192,7 @@ struct LossReport {
   std::vector<int64_t> sample_indices;
   bool synthetic = false;  // ... and they are synthetic data
   std::string ort_level;   // ONNX Runtime level the quantized model ran at: "basic" | "default"
+  std::string mask_input;  // --eval_mask_input: positions where it is 0 were left out
   std::vector<OutputLoss> outputs;
   std::vector<TensorClipping> culprits;  // largest relative_error first, at most 5
   std::string warning;                   // non-empty when the loss passed a warning threshold

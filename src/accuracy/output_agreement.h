@@ -30,6 +30,10 @@ struct SampleRange {
   int64_t batch_size = 1;
   int64_t first = 0;
   int64_t count = 0;
+  // QuantizeOptions::eval_mask_input: RunOutputs zeroes the positions of every output shaped
+  // [batch, sequence, ...] where this [batch, sequence] input is 0, so that both models' outputs
+  // agree exactly there and only real positions are compared. "": none.
+  std::string mask_input;
 };
 
 struct BatchOutputs {
@@ -37,8 +41,9 @@ struct BatchOutputs {
   std::vector<std::vector<HostTensor>> values;  // [batch][graph output]
 };
 
-// The model's graph outputs (in graph order) on every batch of `range`.
-// Throws ptqkit::Error (kRuntime) when ONNX Runtime cannot run the model.
+// The model's graph outputs (in graph order) on every batch of `range` (padding zeroed, see
+// SampleRange::mask_input). Throws ptqkit::Error (kRuntime) when ONNX Runtime cannot run the model,
+// and kInvalidInput when the mask input is missing or not [batch, sequence].
 BatchOutputs RunOutputs(const onnx::ModelProto& model, const CalibrationSet& set, const SampleRange& range,
                         const RuntimeOptions& runtime);
 // The same for a session model already made of `model` (e.g. over another model's weights).

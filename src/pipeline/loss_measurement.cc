@@ -44,9 +44,10 @@ void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split) {
   data->num_batches = data->fixed_batch ? samples / data->batch_size : data->set.NumBatches(data->batch_size);
 }
 
-accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split) {
+accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split, const std::string& mask_input) {
   data->set.SetSamples(split.evaluated);
   accuracy::SampleRange range;
+  range.mask_input = mask_input;
   range.batch_size = data->batch_size;
   range.count = data->set.NumBatches(data->batch_size);
   return range;
@@ -62,6 +63,7 @@ LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::Mode
   loss.held_out = held_out;
   loss.synthetic = data.synthetic;
   loss.ort_level = runtime.basic_optimizations_only ? "basic" : "default";
+  loss.mask_input = range.mask_input;
   std::vector<std::string> names;
   for (const auto& o : quantized.graph().output()) names.push_back(o.name());
   const accuracy::BatchOutputs got = accuracy::RunOutputs(quantized, data.set, range, runtime);
@@ -91,6 +93,15 @@ LossReport MeasureLoss(const accuracy::BatchOutputs& reference, const onnx::Mode
                          : fmt::format("Most likely culprits: {}. Keep their consumers in float (--nodes_to_exclude), "
                                        "try another --calibration_method, or set an --accuracy_budget.",
                                        fmt::join(culprits, ", ")));
+    // A token model's padded positions carry noise no task metric looks at; say how to leave them out.
+    if (range.mask_input.empty()) {
+      for (const auto& input : quantized.graph().input()) {
+        if (input.name().find("mask") == std::string::npos) continue;
+        loss.warning += fmt::format(" (Padded positions count here: if input '{}' marks padding with 0, "
+                                    "--eval_mask_input {} leaves them out.)", input.name(), input.name());
+        break;
+      }
+    }
   }
   return loss;
 }

@@ -38,9 +38,10 @@ struct EvalSplit {
 // not depend on the batch size. eval_samples 0: no report, everything calibrates.
 EvalSplit SplitForEvaluation(const CalibrationData& data, int64_t eval_samples);
 // Points data->set and data->num_batches at the calibration samples (before calibrating) or at the
-// evaluated samples (before the report's runs).
+// evaluated samples (before the report's runs; `mask_input` is --eval_mask_input, "" for none).
 void UseCalibrationSamples(CalibrationData* data, const EvalSplit& split);
-accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split);
+accuracy::SampleRange UseEvaluationSamples(CalibrationData* data, const EvalSplit& split,
+                                           const std::string& mask_input = "");
 
 // Runs `quantized` on the split's batches and compares it with `reference` (the FP32 outputs on
 // the same batches). `runtime` decides the ONNX Runtime level (basic = fake-quant). The warning

@@ -282,7 +282,7 @@ Reference HeldOutReference(const QuantizeOptions& o, const onnx::ModelProto& mod
   Reference r;
   if (c.split.evaluated.empty()) return r;
   const auto start = Clock::now();
-  r.range = UseEvaluationSamples(&*c.data, c.split);
+  r.range = UseEvaluationSamples(&*c.data, c.split, o.eval_mask_input);
   r.outputs = accuracy::RunOutputs(model, c.data->set, r.range, Runtime(o));
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;

@@ -281,7 +281,7 @@ void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, co
     }
     if (!d->split.evaluated.empty()) {
       const auto reference_start = Clock::now();
-      d->range = UseEvaluationSamples(&data, d->split);
+      d->range = UseEvaluationSamples(&data, d->split, o.eval_mask_input);
       d->reference = accuracy::RunOutputs(model, data.set, d->range, runtime);
       d->reference_seconds = std::chrono::duration<double>(Clock::now() - reference_start).count();
     }

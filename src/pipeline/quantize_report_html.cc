@@ -64,9 +64,11 @@ std::string CurveChart(const AccuracyBudgetReport& b) {
 std::string LossSection(const LossReport& loss) {
   std::string out = "<h2>What quantization cost</h2>\n";
   if (!loss.evaluated) return out + fmt::format("<p>Not measured: {}.</p>\n", Escape(loss.not_evaluated_because));
-  out += fmt::format("<p>Quantized vs FP32 on {} {}{} sample(s), ONNX Runtime {} level.</p>\n", loss.samples,
+  out += fmt::format("<p>Quantized vs FP32 on {} {}{} sample(s), ONNX Runtime {} level{}.</p>\n", loss.samples,
                      loss.synthetic ? "SYNTHETIC " : "", loss.held_out ? "held-out" : "calibration (in-sample)",
-                     Escape(loss.ort_level));
+                     Escape(loss.ort_level),
+                     loss.mask_input.empty() ? ""
+                                             : fmt::format(", positions where '{}' is 0 left out", Escape(loss.mask_input)));
   out += "<table>\n" +
          Row({"output", "samples", "cosine (mean)", "cosine (min)", "rel. RMSE", "max |diff|", "top-1 / exact", "NaN/Inf"},
              true);

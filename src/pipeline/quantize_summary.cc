@@ -22,9 +22,10 @@ void AppendLoss(std::string& out, const LossReport& loss, double total_seconds) 
     fmt::format_to(it, "loss vs FP32: not measured ({})\n", loss.not_evaluated_because);
     return;
   }
-  fmt::format_to(it, "loss vs FP32 on {} {}{} sample(s){}, ONNX Runtime {} level:\n", loss.samples,
+  fmt::format_to(it, "loss vs FP32 on {} {}{} sample(s){}, ONNX Runtime {} level{}:\n", loss.samples,
                  loss.synthetic ? "SYNTHETIC " : "", loss.held_out ? "held-out" : "calibration",
-                 loss.held_out ? "" : " (too few to hold out)", loss.ort_level);
+                 loss.held_out ? "" : " (too few to hold out)", loss.ort_level,
+                 loss.mask_input.empty() ? "" : fmt::format(", positions where '{}' is 0 left out", loss.mask_input));
   for (const OutputLoss& o : loss.outputs) {
     if (!o.is_float) {
       fmt::format_to(it, "  {:<24} exact match {:.1f}%\n", o.output, 100.0 * o.exact_match.value_or(1.0));

@@ -19,6 +19,7 @@ nlohmann::ordered_json LossReportToJson(const LossReport& loss) {
   j["sample_indices"] = loss.sample_indices;
   j["synthetic"] = loss.synthetic;
   j["ort_level"] = loss.ort_level;
+  j["mask_input"] = loss.mask_input;
   j["outputs"] = nlohmann::ordered_json::array();
   for (const OutputLoss& o : loss.outputs) {
     nlohmann::ordered_json e;
