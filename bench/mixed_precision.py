@@ -2,6 +2,7 @@
 """INT4 weight-only with a measured INT4/INT8 mix against pure INT4 and fixed INT8 rules.
 
   .deps/venv/bin/python bench/mixed_precision.py [--ptqkit build/ptqkit] [--model minilm] [--budgets 0.05,0.015]
+      [--mask]
 
 For a corpus transformer (scripts/fetch_corpus), quantizes with --quantize_mode int4 (default
 awq_clip) on --n_calib calibration samples (a quarter held out by ptqkit for its search):
@@ -11,7 +12,9 @@ awq_clip) on --n_calib calibration samples (a quarter held out by ptqkit for its
   - --mixed_precision int4,int8 --accuracy_budget B (cos: 1 - mean cosine) for each budget.
 Each output runs in ONNX Runtime (basic and default level) on the corpus's held-out set (4x the
 tests' size), none of which ptqkit saw; the table gives the INT8 weight count, ptqkit's own
-divergence on its held-out calibration samples, and the task metric.
+divergence on its held-out calibration samples, and the task metric. --mask passes
+--eval_mask_input attention_mask to every run, so ptqkit's divergence leaves padded positions out
+as the task metric does.
 """
 from __future__ import annotations
 
@@ -43,7 +46,9 @@ def main():
     ap.add_argument("--model", default="minilm")
     ap.add_argument("--budgets", default="0.05,0.015")
     ap.add_argument("--n_calib", type=int, default=128)
+    ap.add_argument("--mask", action="store_true", help="--eval_mask_input attention_mask on every run")
     a = ap.parse_args()
+    common = ["--eval_mask_input", "attention_mask"] if a.mask else []
     m = corpus.BY_NAME[a.model]
     src = corpus.path(m.rel)
     tmp = Path(tempfile.mkdtemp(prefix="mixed_bench_"))
@@ -64,7 +69,7 @@ def main():
         t = time.time()
         r = subprocess.run([a.ptqkit, "quantize", "--onnx_path", str(src), "--output_path", str(out),
                             "--quantize_mode", "int4", "--calibration_data_path", str(calib),
-                            "--report_json", str(report), "--log_level", "WARNING", *extra],
+                            "--report_json", str(report), "--log_level", "WARNING", *common, *extra],
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"| {name} | FAILED: {r.stderr.strip().splitlines()[-1]} | | | | |")
