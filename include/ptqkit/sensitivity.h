@@ -43,6 +43,9 @@ struct SensitivityOptions {
   // A calibration table (`ptqkit calibrate`, or `quantize --save_calibration_cache`) to take the
   // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
   std::string calibration_cache;
+  // A [batch, sequence] input that is 0 at padding (--eval_mask_input): the positions it marks are
+  // left out of every output shaped [batch, sequence, ...] when probes are scored. "": none.
+  std::string mask_input;
   // Score only targets i with i % shard_count == shard_index (see ScoreSensitivityShard in
   // scan/sensitivity_shard.h); ScoreSensitivity() requires shard_count == 1.
   int64_t shard_index = 0;

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 
 #include "onnx/float16.h"
 #include "onnx/session_model.h"
 #include "ptqkit/error.h"
+#include "sensitivity/padding_mask.h"
 
 namespace ptqkit::accuracy {
 namespace {
@@ -76,35 +76,6 @@ void CheckSameShape(const std::string& name, const HostTensor& r, const HostTens
   }
 }
 
-// Zeroes, in every output shaped [B, S, ...], the positions (b, s) where the mask input [B, S] is 0.
-void ZeroPadding(const std::map<std::string, HostTensor>& inputs, const std::string& mask_name,
-                 std::vector<HostTensor>* outputs) {
-  const auto it = inputs.find(mask_name);
-  if (it == inputs.end()) throw Error(fmt::format("--eval_mask_input: the model has no input '{}'", mask_name));
-  const HostTensor& mask = it->second;
-  if (mask.shape.size() != 2) {
-    throw Error(fmt::format("--eval_mask_input: input '{}' has shape {}; a padding mask is [batch, sequence]",
-                            mask_name, ShapeToString(mask.shape)));
-  }
-  const int64_t positions = mask.NumElements();
-  const size_t mask_bytes = positions > 0 ? mask.bytes.size() / static_cast<size_t>(positions) : 0;
-  std::vector<bool> padded(static_cast<size_t>(positions));
-  for (int64_t p = 0; p < positions; ++p) {  // any non-zero byte: a real position (ints, bool, float)
-    const std::byte* e = mask.bytes.data() + static_cast<size_t>(p) * mask_bytes;
-    padded[static_cast<size_t>(p)] = std::all_of(e, e + mask_bytes, [](std::byte v) { return v == std::byte{0}; });
-  }
-  for (HostTensor& t : *outputs) {
-    if (t.shape.size() < 2 || t.shape[0] != mask.shape[0] || t.shape[1] != mask.shape[1] || positions == 0) continue;
-    const size_t per_position = t.bytes.size() / static_cast<size_t>(positions);
-    for (int64_t p = 0; p < positions; ++p) {
-      if (padded[static_cast<size_t>(p)]) {
-        std::fill_n(t.bytes.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(p) * per_position),
-                    per_position, std::byte{0});
-      }
-    }
-  }
-}
-
 }  // namespace
 
 BatchOutputs RunOutputs(const onnx::ModelProto& model, const CalibrationSet& set, const SampleRange& range,
@@ -122,7 +93,10 @@ BatchOutputs RunOutputs(const onnxio::SessionModel& session_model, const onnx::M
     out.rows.push_back(std::min(range.batch_size, set.num_samples() - b * range.batch_size));
     const auto batch = set.ReadBatch(b, range.batch_size);
     out.values.push_back(session.Run(batch, names));
-    if (!range.mask_input.empty()) ZeroPadding(batch, range.mask_input, &out.values.back());
+    if (!range.mask_input.empty()) {
+      const sensitivity::PaddingMask mask = sensitivity::PaddingMask::Of(batch, range.mask_input);
+      for (HostTensor& t : out.values.back()) mask.Apply(&t);
+    }
   }
   return out;
 }

@@ -299,11 +299,12 @@ std::vector<OptionSpec> BuildTable() {
                    "compare the quantized model with FP32 on them (0 = no report)")
                   .Metavar("N").Int(0, 9, &QuantizeOptions::eval_samples).Commands(kBoth).Details(R"(the loss report: N calibration samples (at most a quarter of them; none held out below 4 samples, then the report is in-sample), spread evenly through the file, are held out of calibration, split by sample so the batch size changes nothing; the report lists them (`sample_indices`); 0 = no report. See "What quantization cost")"));
   t.push_back(Text("eval_mask_input", &QuantizeOptions::eval_mask_input,
-                   "Loss report and budget: leave out the positions where this [batch, sequence] input is 0 "
-                   "(e.g. attention_mask)")
-                  .Metavar("NAME").PythonNone().DefaultDoc("none: every position counts")
+                   "Loss report, budget and sensitivity scores: leave out the positions where this [batch, "
+                   "sequence] input is 0 (e.g. attention_mask)")
+                  .Metavar("NAME").PythonNone().Commands(kQuantize | kSensitivity).DefaultDoc("none: every position counts")
                   .Details("an input marking padding with 0, shaped [batch, sequence] (a token model's "
-                           "`attention_mask`): the loss report and the accuracy budget compare outputs shaped "
+                           "`attention_mask`): the loss report, the accuracy budget and `ptqkit sensitivity`'s "
+                           "probes compare outputs shaped "
                            "[batch, sequence, ...] only at the positions where it is not 0, as a task metric over "
                            "real tokens does; without it padded positions weigh as much as real ones, and their "
                            "noise can make a good model look lost. Any other output is compared whole."));

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "onnx/model_io.h"
+#include "sensitivity/padding_mask.h"
 
 namespace ptqkit {
 namespace {
@@ -38,8 +39,9 @@ EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData&
 
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
                        const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
-                       size_t cache_limit_bytes) {
+                       size_t cache_limit_bytes, const std::string& mask_input) {
   Reference ref;
+  ref.mask_input = mask_input;
   for (const auto& o : model.graph().output()) {
     ref.output_names.push_back(o.name());
     if (BatchNotOnAxis0(o)) ref.unsplit_outputs.insert(o.name());
@@ -61,6 +63,8 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
     auto outputs = session.Run(batch, wanted);
     for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = std::move(outputs[k]);
     for (auto& [name, t] : batch) values[name] = std::move(t);
+    // Read now, so a bad mask input fails before any probe runs.
+    if (!mask_input.empty()) sensitivity::PaddingMask::Of(values, mask_input);
     for (const auto& [name, t] : values) {
       cached += t.bytes.size();
       ref.types[name] = {t.dtype, t.shape.size()};
@@ -122,15 +126,26 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
     double sum = 0.0;
     int64_t count = 0;
     for (size_t b = 0; b < ref.batches.size(); ++b) {
-      const HostTensor& r = ref.batches[b].at(name);
-      const HostTensor& p = probe[b].at(name);
-      if (r.dtype != DataType::kFloat || p.dtype != DataType::kFloat) break;  // only float outputs are compared
+      const HostTensor* r = &ref.batches[b].at(name);
+      const HostTensor* p = &probe[b].at(name);
+      if (r->dtype != DataType::kFloat || p->dtype != DataType::kFloat) break;  // only float outputs are compared
+      // Padded positions zeroed in copies: the cached values may feed other probes' sub-graphs.
+      HostTensor masked_r, masked_p;
+      if (!ref.mask_input.empty()) {
+        const sensitivity::PaddingMask mask = sensitivity::PaddingMask::Of(ref.batches[b], ref.mask_input);
+        masked_r = *r;
+        masked_p = *p;
+        mask.Apply(&masked_r);
+        mask.Apply(&masked_p);
+        r = &masked_r;
+        p = &masked_p;
+      }
       const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
       const int64_t samples =
-          (!r.shape.empty() && r.shape[0] == rows && !ref.unsplit_outputs.count(name)) ? rows : 1;
-      const int64_t per = r.NumElements() / samples;
+          (!r->shape.empty() && r->shape[0] == rows && !ref.unsplit_outputs.count(name)) ? rows : 1;
+      const int64_t per = r->NumElements() / samples;
       for (int64_t s = 0; s < samples; ++s, ++count) {
-        sum += sensitivity::CompareSample(metric, r.Data<float>() + s * per, p.Data<float>() + s * per, static_cast<size_t>(per));
+        sum += sensitivity::CompareSample(metric, r->Data<float>() + s * per, p->Data<float>() + s * per, static_cast<size_t>(per));
       }
     }
     if (count) total += sum / static_cast<double>(count);

@@ -16,6 +16,7 @@ void UseQuantizeCalibration(const QuantizeOptions& from, SensitivityOptions& to)
   to.trt_plugins = from.trt_plugins;
   to.intra_op_num_threads = from.intra_op_num_threads;
   to.calibration_cache = from.calibration_cache;
+  to.mask_input = from.eval_mask_input;
 }
 
 }  // namespace ptqkit

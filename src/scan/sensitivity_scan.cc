@@ -101,6 +101,7 @@ shard::Fingerprint ScanFingerprint(const SensitivityOptions& o, const std::strin
                                                       : "table " + FileDigest(o.calibration_cache)},
           {"op_types_scope", Join(o.op_types_scope)},
           {"activation_cache_limit_mb", std::to_string(o.activation_cache_limit_mb)},
+          {"eval_mask_input", o.mask_input},
           {"calibration_eps", Join(o.calibration_eps)},
           {"num_targets", std::to_string(num_targets)}};
 }
@@ -215,7 +216,7 @@ Reference ComputeReference(const SensitivityOptions& o, const ScanInputs& in, co
     boundaries.insert(p.cut.boundary.begin(), p.cut.boundary.end());
   }
   return RunReference(in.prepared->proto, in.data->set, eval, boundaries, in.runtime,
-                      static_cast<size_t>(o.activation_cache_limit_mb) << 20);
+                      static_cast<size_t>(o.activation_cache_limit_mb) << 20, o.mask_input);
 }
 
 // Step 5: failures in scan order (they were found in session-batch order, which depends on how

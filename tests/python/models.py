@@ -703,3 +703,37 @@ def massive_transformer_data(n: int, seed: int):
 
 def make_decomposed_ln_transformer(path, blocks: int = 1) -> onnx.ModelProto:
     return make_transformer_block(path, blocks=blocks, decomposed_ln=True, data_fn=massive_transformer_data)
+
+
+def make_padded_token_model(path):
+    """A stand-in for a token model: hidden states x [batch, 6, 32] through two MatMuls and a bias
+    (each position on its own), and an attention_mask input [batch, 6] that only the loss report
+    and the sensitivity scan read (--eval_mask_input)."""
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array(rng.normal(size=(32, 64)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.normal(size=(64, 32)).astype(np.float32), "w2")
+    bias = numpy_helper.from_array(rng.normal(size=(32,)).astype(np.float32), "bias")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"), helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["m"], name="mm2"), helper.make_node("Add", ["m", "bias"], ["y"], name="add")],
+        "tokens",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 6, 32]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["B", 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 6, 32])], initializer=[w1, w2, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    onnx.save(model, path)
+
+
+def padded_token_data(path, n: int = 32, pad_seed: int = 5):
+    """Calibration data for make_padded_token_model: sequences of 1..6 real positions; padded
+    positions hold large values (from `pad_seed`), as a model's hidden states at padding can, so
+    they set the ranges and dominate an unmasked comparison. Returns (x, mask)."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 7, size=n)
+    mask = (np.arange(6)[None, :] < lengths[:, None]).astype(np.int64)
+    x = rng.normal(size=(n, 6, 32)).astype(np.float32)
+    pad = np.random.default_rng(pad_seed).normal(size=x.shape).astype(np.float32) * 30.0
+    x = np.where(mask[..., None] == 1, x, pad).astype(np.float32)
+    np.savez(path, x=x, attention_mask=mask)
+    return x, mask

@@ -15,6 +15,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+import models
+
 
 def _run(path, x, level=ort.GraphOptimizationLevel.ORT_ENABLE_BASIC):
     so = ort.SessionOptions()
@@ -133,43 +135,10 @@ def test_reports_never_overwrite_an_input(cli, resnet, calib, tmp_path, flag):
     assert not (tmp_path / "q.onnx").exists()
 
 
-def _token_model(path):
-    """A stand-in for a token model: hidden states [batch, 6, 32] through two MatMuls and a bias,
-    and an attention_mask input [batch, 6] (unused by the graph: only the report reads it)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(3)
-    w1 = numpy_helper.from_array(rng.normal(size=(32, 64)).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array(rng.normal(size=(64, 32)).astype(np.float32), "w2")
-    bias = numpy_helper.from_array(rng.normal(size=(32,)).astype(np.float32), "bias")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"), helper.make_node("Relu", ["h"], ["r"], name="relu"),
-         helper.make_node("MatMul", ["r", "w2"], ["m"], name="mm2"), helper.make_node("Add", ["m", "bias"], ["y"], name="add")],
-        "tokens",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 6, 32]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["B", 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 6, 32])], initializer=[w1, w2, bias])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
-
-
-def _token_data(path, n=32):
-    rng = np.random.default_rng(4)
-    lengths = rng.integers(1, 7, size=n)
-    mask = (np.arange(6)[None, :] < lengths[:, None]).astype(np.int64)
-    # Padded positions hold large values, as a model's hidden states at padding can: they set the
-    # ranges and dominate an unmasked comparison.
-    x = rng.normal(size=(n, 6, 32)).astype(np.float32) * np.where(mask[..., None] == 1, 1.0, 30.0).astype(np.float32)
-    np.savez(path, x=x, attention_mask=mask)
-    return x, mask
-
-
 def test_eval_mask_input_leaves_padded_positions_out(cli, tmp_path):
     model, data = tmp_path / "tokens.onnx", tmp_path / "tokens.npz"
-    _token_model(model)
-    x, mask = _token_data(data)
+    models.make_padded_token_model(model)
+    x, mask = models.padded_token_data(data)
 
     def reported(*extra):
         out, rep = tmp_path / f"q{len(extra)}.onnx", tmp_path / f"r{len(extra)}.json"
@@ -208,8 +177,8 @@ def test_eval_mask_input_leaves_padded_positions_out(cli, tmp_path):
 @pytest.mark.parametrize("name, says", [("nope", "has no input 'nope'"), ("x", "a padding mask is [batch, sequence]")])
 def test_eval_mask_input_that_is_not_a_padding_mask_is_refused(cli, tmp_path, name, says):
     model, data, out = tmp_path / "tokens.onnx", tmp_path / "tokens.npz", tmp_path / "q.onnx"
-    _token_model(model)
-    _token_data(data)
+    models.make_padded_token_model(model)
+    models.padded_token_data(data)
     r = cli.run("quantize", "--onnx_path", model, "--calibration_data_path", data, "--output_path", out,
                 "--eval_mask_input", name)
     assert r.returncode == 1 and says in r.stderr and "--eval_mask_input" in r.stderr

@@ -541,3 +541,31 @@ def test_output_json_never_replaces_a_non_regular_file(cli, outlier_mlp, outlier
         assert json.loads(b"".join(chunks))["scores"], "the pipe did not receive the scores"
     else:
         assert proc.stderr.startswith("ptqkit: error:"), proc.stderr
+
+
+def test_eval_mask_input_scores_real_positions_only(cli, tmp_path):
+    # Two data sets that differ only at padded positions, scanned with the same ranges (one
+    # calibration table): with the padding mask the scores are identical, without it they are not.
+    import models
+
+    model, a, b = tmp_path / "tokens.onnx", tmp_path / "a.npz", tmp_path / "b.npz"
+    models.make_padded_token_model(model)
+    models.padded_token_data(a, pad_seed=5)
+    models.padded_token_data(b, pad_seed=6)
+    table = tmp_path / "table.json"
+    cli.ok("calibrate", "--onnx_path", model, "--calibration_data_path", a, "--for_sensitivity",
+           "--granularity", "node", "-o", table)
+
+    def scores(data, *extra):
+        out = tmp_path / f"scores{len(list(tmp_path.glob('scores*')))}.json"
+        cli.ok("sensitivity", "--onnx_path", model, "--calibration_data_path", data, "--calibration_cache", table,
+               "--granularity", "node", "--metric", "mse", "--output_json", out, *extra)
+        return json.loads(out.read_text())["scores"]
+
+    masked_a, masked_b = (scores(d, "--eval_mask_input", "attention_mask") for d in (a, b))
+    plain_a, plain_b = scores(a), scores(b)
+    assert masked_a and masked_a == masked_b
+    assert plain_a != plain_b
+    r = cli.run("sensitivity", "--onnx_path", model, "--calibration_data_path", a, "--output_json",
+                tmp_path / "x.json", "--eval_mask_input", "nope")
+    assert r.returncode == 1 and "--eval_mask_input: the model has no input 'nope'" in r.stderr
