@@ -199,8 +199,7 @@ def _read(path: str) -> bytes:
 
 
 def _data_ref(calibration_data, calibration_data_path, onnx_path, batch_axis, scratch, transfer, ray):
-    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path,
-                                _options.batch_axes(batch_axis))
+    data = _calibration.resolve(calibration_data, calibration_data_path, onnx_path, batch_axis)
     if data.path:
         return _FileRef.of(os.path.abspath(data.path), transfer, ray)
     if data.arrays is None:

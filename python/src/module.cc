@@ -117,11 +117,7 @@ py::dict ReportToDict(const QuantizeReport& r) {
 py::dict RunQuantize(const std::map<std::string, std::vector<std::string>>& given, const std::optional<py::dict>& arrays,
                      std::function<double(const std::string&)> accuracy_eval) {
   options::QuantizeSettings settings;
-  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {  // table order, as the CLI
-    if (!spec.python) continue;
-    auto it = given.find(spec.name);
-    if (it != given.end()) options::ApplyOption(spec, it->second, settings);
-  }
+  options::ApplyGivenOptions(given, options::kQuantize, settings);
   QuantizeOptions& options = settings.options;
   if (arrays) options.calibration_tensors = ToHostTensors(*arrays);
   options.accuracy_eval = std::move(accuracy_eval);
@@ -157,11 +153,7 @@ py::object QuantizeOptionTableToList() {
 std::string RunScore(const std::map<std::string, std::vector<std::string>>& given, const std::optional<py::dict>& arrays,
                      const std::string& data_label) {
   options::QuantizeSettings settings;
-  for (const options::OptionSpec& spec : options::QuantizeOptionTable()) {  // table order, as the CLI
-    if (!spec.python || !(spec.commands & options::kSensitivity)) continue;
-    auto it = given.find(spec.name);
-    if (it != given.end()) options::ApplyOption(spec, it->second, settings);
-  }
+  options::ApplyGivenOptions(given, options::kSensitivity, settings);
   SensitivityOptions options = settings.scan.options;
   UseQuantizeCalibration(settings.options, options);
   std::map<std::string, HostTensor> tensors;

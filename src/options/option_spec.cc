@@ -124,4 +124,13 @@ void ApplyOption(const OptionSpec& spec, const std::vector<std::string>& values,
   if (spec.apply) spec.apply(settings, values);
 }
 
+void ApplyGivenOptions(const std::map<std::string, std::vector<std::string>>& given, unsigned command,
+                       QuantizeSettings& settings) {
+  for (const OptionSpec& spec : QuantizeOptionTable()) {
+    if (!spec.python || !(spec.commands & command)) continue;
+    const auto it = given.find(spec.name);
+    if (it != given.end()) ApplyOption(spec, it->second, settings);
+  }
+}
+
 }  // namespace ptqkit::options

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +96,11 @@ const OptionSpec* FindQuantizeOption(const std::string& name);
 // Applies one option's values (as text) to `settings`: a refused option throws its refusal, a flag
 // ignores values. Throws ptqkit::Error naming the option.
 void ApplyOption(const OptionSpec& spec, const std::vector<std::string>& values, QuantizeSettings& settings);
+// The Python front end's form: `given` maps option names to the text the CLI would read; every
+// Python option of `command` (kQuantize, kSensitivity, ...) it names is applied, in table order
+// as the CLI applies its flags.
+void ApplyGivenOptions(const std::map<std::string, std::vector<std::string>>& given, unsigned command,
+                       QuantizeSettings& settings);
 
 // A value that is not of the option's type (a count that is not a whole number in range): the CLI
 // reports it as a usage error (exit code 2), like an unknown flag.

@@ -7,7 +7,6 @@
 
 #include "base/log.h"
 #include "onnx/model_io.h"
-#include "sensitivity/padding_mask.h"
 
 namespace ptqkit {
 namespace {
@@ -41,7 +40,6 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
                        const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
                        size_t cache_limit_bytes, const std::string& mask_input) {
   Reference ref;
-  ref.mask_input = mask_input;
   for (const auto& o : model.graph().output()) {
     ref.output_names.push_back(o.name());
     if (BatchNotOnAxis0(o)) ref.unsplit_outputs.insert(o.name());
@@ -63,8 +61,7 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
     auto outputs = session.Run(batch, wanted);
     for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = std::move(outputs[k]);
     for (auto& [name, t] : batch) values[name] = std::move(t);
-    // Read now, so a bad mask input fails before any probe runs.
-    if (!mask_input.empty()) sensitivity::PaddingMask::Of(values, mask_input);
+    if (!mask_input.empty()) ref.padding.push_back(sensitivity::PaddingMask::Of(values, mask_input));
     for (const auto& [name, t] : values) {
       cached += t.bytes.size();
       ref.types[name] = {t.dtype, t.shape.size()};
@@ -131,12 +128,11 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
       if (r->dtype != DataType::kFloat || p->dtype != DataType::kFloat) break;  // only float outputs are compared
       // Padded positions zeroed in copies: the cached values may feed other probes' sub-graphs.
       HostTensor masked_r, masked_p;
-      if (!ref.mask_input.empty()) {
-        const sensitivity::PaddingMask mask = sensitivity::PaddingMask::Of(ref.batches[b], ref.mask_input);
+      if (!ref.padding.empty()) {
         masked_r = *r;
         masked_p = *p;
-        mask.Apply(&masked_r);
-        mask.Apply(&masked_p);
+        ref.padding[b].Apply(&masked_r);
+        ref.padding[b].Apply(&masked_p);
         r = &masked_r;
         p = &masked_p;
       }

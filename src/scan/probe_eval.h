@@ -17,6 +17,7 @@
 #include "scan/probe_cut.h"
 #include "runtime/session.h"
 #include "sensitivity/metrics.h"
+#include "sensitivity/padding_mask.h"
 
 namespace ptqkit {
 
@@ -47,13 +48,16 @@ struct Reference {
   // ...], e.g. a recurrent state [layers, B, hidden]): scored as one sample per batch, never split
   // along axis 0.
   std::set<std::string> unsplit_outputs;
-  // SensitivityOptions::mask_input: Score zeroes the padded positions of both outputs (in copies:
-  // cached values may feed probes) so that scores read real positions only. "": none.
-  std::string mask_input;
+  // SensitivityOptions::mask_input, read once per batch (empty: no mask): Score zeroes the padded
+  // positions of both outputs (in copies: cached values may feed probes), so that scores read
+  // real positions only.
+  std::vector<sensitivity::PaddingMask> padding;
 };
 
 // Above `cache_limit_bytes` of cached values (0: always) only graph inputs and outputs are kept and
 // has_boundaries is false: probes then run the whole model, fed with the kept graph inputs.
+// `mask_input` (--eval_mask_input, "" for none) is read into `padding`; a bad one throws here,
+// before any probe runs.
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
                        const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
                        size_t cache_limit_bytes, const std::string& mask_input = "");
