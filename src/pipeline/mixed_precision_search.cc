@@ -9,24 +9,34 @@
 
 namespace ptqkit {
 
-std::set<std::string> SearchInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& fp32, const Int4Plan& plan,
-                                        const Int4RewriteOptions& rewrite, CandidateScorer& score,
+std::set<std::string> SearchInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& fp32, const Placement& plan,
+                                        const RewriteOptions& rewrite, CandidateScorer& score,
                                         QuantizeReport* report) {
-  const std::set<std::string> fixed = rewrite.high_weights;
+  const std::set<std::string> fixed = rewrite.blocked.high_weights;
   const auto divergence_with = [&](const std::set<std::string>& int8_weights) {
     onnx::ModelProto candidate = fp32;
-    Int4RewriteOptions r = rewrite;
-    r.high_weights = int8_weights;
-    RewriteInt4(&candidate, plan, r);
+    RewriteOptions r = rewrite;
+    r.blocked.high_weights = int8_weights;
+    InsertQdq(&candidate, plan, {}, r);
     return score.ScoreDisposable(std::move(candidate));
   };
-  // The weights the search may add, in graph order, with the first node that reads each.
+  // The weights the search may add, in graph order (of the first node that reads each), with that node.
+  std::map<std::string, int> first_node;
+  for (const auto& q : plan.tensors) {
+    if (fixed.count(q.tensor)) continue;
+    for (const auto& use : q.uses) {
+      auto [it, fresh] = first_node.emplace(q.tensor, use.node);
+      if (!fresh) it->second = std::min(it->second, use.node);
+    }
+  }
+  std::vector<std::pair<int, std::string>> in_graph_order;
+  for (const auto& [weight, node] : first_node) in_graph_order.emplace_back(node, weight);
+  std::sort(in_graph_order.begin(), in_graph_order.end());
   std::vector<std::string> weights;
   std::map<std::string, std::string> first_reader;
-  for (const auto& t : plan.targets) {
-    if (fixed.count(t.weight) || first_reader.count(t.weight)) continue;
-    first_reader[t.weight] = fp32.graph().node(t.node).name();
-    weights.push_back(t.weight);
+  for (const auto& [node, weight] : in_graph_order) {
+    first_reader[weight] = fp32.graph().node(node).name();
+    weights.push_back(weight);
   }
 
   const double at_zero = divergence_with(fixed);

@@ -23,6 +23,9 @@
 #include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
+#include "quant/ort_block_containers.h"
+#include "quant/placement.h"
+#include "quant/qdq_rewrite.h"
 #include "quant/selectors.h"
 #include "runtime/session.h"
 
@@ -85,19 +88,10 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
 // Gram matrices of every target's activation, filled by one pass of ONNX Runtime over the data.
 class GramCapture {
  public:
-  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Int4Plan& plan, int64_t block_size) {
-    for (const auto& t : plan.targets) {
-      const onnx::TensorProto& w = *index.Constant(t.weight);
-      const BlockedLayout layout = MakeBlockedLayout(TensorShape(w), t.axis, block_size);
-      if (grams_.count(t.activation)) continue;
-      grams_.emplace(t.activation, BlockGram(layout.k, layout.block));
-      if (const onnx::TensorProto* c = index.Constant(t.activation)) {
-        AddConstant(t.activation, *c);
-      } else if (index.IsGraphInput(t.activation)) {
-        from_inputs_.push_back(t.activation);
-      } else {
-        from_outputs_.push_back(t.activation);
-      }
+  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Placement& plan, int64_t block_size) {
+    for (const auto& q : plan.tensors) {
+      const BlockedLayout layout = MakeBlockedLayout(TensorShape(*index.Constant(q.tensor)), q.block_axis, block_size);
+      for (const auto& use : q.uses) Plan(index, index.node(use.node).input(0), layout);
     }
     model_ = &model;
   }
@@ -126,6 +120,19 @@ class GramCapture {
   const std::map<std::string, BlockGram>& grams() const { return grams_; }
 
  private:
+  // A Gram for `activation` (the input A of a planned weight's MatMul/Gemm), read from where it is.
+  void Plan(const GraphIndex& index, const std::string& activation, const BlockedLayout& layout) {
+    if (grams_.count(activation)) return;
+    grams_.emplace(activation, BlockGram(layout.k, layout.block));
+    if (const onnx::TensorProto* c = index.Constant(activation)) {
+      AddConstant(activation, *c);
+    } else if (index.IsGraphInput(activation)) {
+      from_inputs_.push_back(activation);
+    } else {
+      from_outputs_.push_back(activation);
+    }
+  }
+
   void AddConstant(const std::string& name, const onnx::TensorProto& c) {
     const std::vector<float> v = TensorToFloats(c);
     Add(name, DataType::kFloat, TensorShape(c), v.data(), static_cast<int64_t>(v.size()));
@@ -160,18 +167,19 @@ class GramCapture {
 };
 
 [[noreturn]] void NoTargets(const std::string& path, const QuantFormat& format, const GraphIndex& index,
-                            const Int4Plan& plan) {
-  if (plan.left_in_float.empty()) {
+                            const Placement& plan) {
+  if (plan.float_reasons.empty()) {
     throw Error(fmt::format("'{}' has no MatMul or Gemm node: --quantize_mode {} quantizes only their weights", path,
                             format.name));
   }
   std::string reasons;
-  const size_t shown = std::min<size_t>(plan.left_in_float.size(), 3);
-  for (size_t i = 0; i < shown; ++i) {
-    const auto& [node, why] = plan.left_in_float[i];
-    reasons += fmt::format("{}'{}': {}", i ? "; " : "", index.node(node).name(), why);
+  const size_t shown = std::min<size_t>(plan.float_reasons.size(), 3);
+  size_t i = 0;
+  for (const auto& [node, why] : plan.float_reasons) {
+    if (i == shown) break;
+    reasons += fmt::format("{}'{}': {}", i++ ? "; " : "", index.node(node).name(), why);
   }
-  if (plan.left_in_float.size() > shown) reasons += fmt::format("; and {} more", plan.left_in_float.size() - shown);
+  if (plan.float_reasons.size() > shown) reasons += fmt::format("; and {} more", plan.float_reasons.size() - shown);
   throw Error(fmt::format("'{}' has no MatMul/Gemm whose weight --quantize_mode {} can quantize ({})", path,
                           format.name, reasons));
 }
@@ -207,42 +215,51 @@ void UpgradeModel(const QuantizeOptions& o, const OutputForm& form, PreparedMode
   report->output_opset = onnxio::DefaultOpset(model);
 }
 
-// The MatMul/Gemm weights to quantize (the user's selectors applied), reported with the others.
-Int4Plan PlanTargets(const QuantizeOptions& o, const QuantFormat& format, const GraphIndex& index,
-                     QuantizeReport* report) {
-  Int4Plan plan = PlanInt4Targets(
-      index, {o.op_types_to_quantize, o.op_types_to_exclude, o.nodes_to_quantize, o.nodes_to_exclude});
-  if (plan.targets.empty()) NoTargets(o.onnx_path, format, index, plan);
-  for (const auto& t : plan.targets) ++report->quantized_by_op_type[index.node(t.node).op_type()];
-  for (const auto& [node, why] : plan.left_in_float) report->left_in_float.emplace_back(index.node(node).name(), why);
+// The MatMul/Gemm weights to quantize: the format's weight-only placement profile with the user's
+// selectors, reported with the nodes left in float.
+Placement PlanTargets(const QuantizeOptions& o, const QuantFormat& format, const GraphIndex& index,
+                      QuantizeReport* report) {
+  PlacementOptions options;
+  options.op_types_to_quantize = o.op_types_to_quantize;
+  options.op_types_to_exclude = o.op_types_to_exclude;
+  options.nodes_to_quantize = o.nodes_to_quantize;
+  options.nodes_to_exclude = o.nodes_to_exclude;
+  options.format = &format;
+  Placement plan = PlanPlacement(index, options);
+  if (plan.tensors.empty()) NoTargets(o.onnx_path, format, index, plan);
+  for (int node : plan.quantized_nodes) ++report->quantized_by_op_type[index.node(node).op_type()];
+  for (const auto& [node, why] : plan.float_reasons) report->left_in_float.emplace_back(index.node(node).name(), why);
   return plan;
 }
 
-// --mixed_precision int4,int8: the weights of --int8_nodes' nodes among the plan's targets.
-std::set<std::string> Int8NodeWeights(const QuantizeOptions& o, const GraphIndex& index, const Int4Plan& plan) {
+// --mixed_precision int4,int8: the weights of --int8_nodes' nodes among the planned ones.
+std::set<std::string> Int8NodeWeights(const QuantizeOptions& o, const GraphIndex& index, const Placement& plan) {
   std::set<std::string> weights;
   if (o.int8_nodes.empty()) return weights;
   const NodeSelector selected(index, o.int8_nodes, {}, "--int8_nodes", "");
-  for (const auto& t : plan.targets) {
-    if (selected.Selects(t.node)) weights.insert(t.weight);
+  for (const auto& q : plan.tensors) {
+    for (const auto& use : q.uses) {
+      if (selected.Selects(use.node)) weights.insert(q.tensor);
+    }
   }
   return weights;
 }
 
-Int4RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format, const std::string& method,
-                                     const OutputForm& form, const GraphIndex& index, const Int4Plan& plan) {
-  Int4RewriteOptions r;
+RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format, const std::string& method,
+                                 const OutputForm& form, const GraphIndex& index, const Placement& plan) {
+  RewriteOptions r;
   r.format = &format;
-  r.weight.block_size = form.block_size;
-  r.weight.zero_point = o.use_zero_point;
-  r.weight.alpha_min = o.awqclip_alpha_min;
-  r.weight.alpha_step = o.awqclip_alpha_step;
-  r.weight.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
-                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  r.weight.awq_lite = method == "awq_lite";
+  Int4WeightOptions& w = r.blocked.weight;
+  w.block_size = form.block_size;
+  w.zero_point = o.use_zero_point;
+  w.alpha_min = o.awqclip_alpha_min;
+  w.alpha_step = o.awqclip_alpha_step;
+  w.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
+                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  w.awq_lite = method == "awq_lite";
   if (!o.mixed_precision.empty() || !o.int8_nodes.empty()) {
-    r.high_format = &Int8WeightOnlyFormat();
-    r.high_weights = Int8NodeWeights(o, index, plan);
+    r.blocked.high_format = &Int8WeightOnlyFormat();
+    r.blocked.high_weights = Int8NodeWeights(o, index, plan);
   }
   return r;
 }
@@ -261,8 +278,8 @@ struct WeightOnlyData {
 // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass over the calibration samples.
 // rtn reads data only when given some, for the loss report. Held-out samples calibrate nothing.
 void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, const PreparedModel& prepared,
-                         const GraphIndex& index, const Int4Plan& plan, int64_t block_size, CanonicalForm* canonical,
-                         WeightOnlyData* d, Int4RewriteOptions* rewrite, QuantizeReport* report) {
+                         const GraphIndex& index, const Placement& plan, int64_t block_size, CanonicalForm* canonical,
+                         WeightOnlyData* d, RewriteOptions* rewrite, QuantizeReport* report) {
   const onnx::ModelProto& model = prepared.proto;
   const auto start = Clock::now();
   if (method != "rtn" || !o.calibration_data_path.empty()) {
@@ -277,7 +294,7 @@ void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, co
     if (method != "rtn") {
       d->capture.emplace(model, index, plan, block_size);
       report->num_calibration_samples = d->capture->Run(data, runtime, o.progress, &report->execution_providers);
-      rewrite->grams = &d->capture->grams();
+      rewrite->blocked.grams = &d->capture->grams();
     }
     if (!d->split.evaluated.empty()) {
       const auto reference_start = Clock::now();
@@ -291,8 +308,8 @@ void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, co
 }
 
 // --accuracy_budget with --mixed_precision int4,int8: the INT8 weights (pipeline/mixed_precision_search.h).
-void ChooseInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& model, const Int4Plan& plan,
-                       WeightOnlyData& d, std::map<std::string, Int4Weight>* cache, Int4RewriteOptions* rewrite,
+void ChooseInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& model, const Placement& plan,
+                       WeightOnlyData& d, std::map<std::string, Int4Weight>* cache, RewriteOptions* rewrite,
                        QuantizeReport* report) {
   if (!d.data || d.split.evaluated.empty()) {
     throw Error("--accuracy_budget needs calibration data (--calibration_data_path) and held-out samples "
@@ -301,20 +318,32 @@ void ChooseInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& model, 
   RuntimeOptions runtime = Runtime(o);
   runtime.basic_optimizations_only = true;  // as the loss report judges the file
   CandidateScorer scorer(o, d.reference, *d.data, d.range, runtime);
-  rewrite->cache = cache;
-  rewrite->high_weights = SearchInt8Weights(o, model, plan, *rewrite, scorer, report);
+  rewrite->blocked.cache = cache;
+  rewrite->blocked.high_weights = SearchInt8Weights(o, model, plan, *rewrite, scorer, report);
 }
 
-void LogRewrite(const QuantFormat& format, const std::string& method, const Int4RewriteOptions& rewrite,
-                const Int4RewriteStats& stats) {
-  if (rewrite.high_format != nullptr) {
-    log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weights);
+// Each quantized node's weight format, in graph order.
+void ReportWeightPrecision(const QuantFormat& format, const GraphIndex& index, const Placement& plan,
+                           const RewriteOptions& rewrite, QuantizeReport* report) {
+  std::map<int, bool> int8_by_node;
+  for (const auto& q : plan.tensors) {
+    for (const auto& use : q.uses) int8_by_node[use.node] = rewrite.blocked.high_weights.count(q.tensor) > 0;
+  }
+  for (const auto& [node, int8] : int8_by_node) {
+    report->weight_precision.emplace_back(index.node(node).name(), int8 ? "int8" : std::string(format.name));
+  }
+}
+
+void LogRewrite(const QuantFormat& format, const std::string& method, const RewriteOptions& rewrite,
+                const RewriteStats& stats) {
+  if (rewrite.blocked.high_format != nullptr) {
+    log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weight_tensors);
   }
   if (method == "awq_lite") {
     log::Info("{}: {} weight(s), {} block(s), {} scaled by awq_lite ({} Mul node(s) on their activations)",
-              format.name, stats.weights, stats.blocks, stats.scaled_weights, stats.scale_muls);
+              format.name, stats.weight_tensors, stats.blocks, stats.scaled_weights, stats.scale_muls);
   } else {
-    log::Info("{} {}: {} weight(s), {} block(s), {} clipped", format.name, method, stats.weights, stats.blocks,
+    log::Info("{} {}: {} weight(s), {} block(s), {} clipped", format.name, method, stats.weight_tensors, stats.blocks,
               stats.clipped_blocks);
   }
 }
@@ -370,22 +399,19 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   onnx::ModelProto& model = prepared.proto;
 
   const GraphIndex index(model.graph());
-  const Int4Plan plan = PlanTargets(o, format, index, &report);
-  Int4RewriteOptions rewrite = RewriteOptionsFor(o, format, method, form, index, plan);
+  const Placement plan = PlanTargets(o, format, index, &report);
+  RewriteOptions rewrite = RewriteOptionsFor(o, format, method, form, index, plan);
   WeightOnlyData data;
   ReadCalibrationData(o, method, prepared, index, plan, form.block_size, &canonical, &data, &rewrite, &report);
   std::map<std::string, Int4Weight> quantized_weights;  // the budget's candidates quantize each weight once
   if (o.accuracy_budget >= 0) ChooseInt8Weights(o, model, plan, data, &quantized_weights, &rewrite, &report);
-  for (const auto& t : plan.targets) {
-    const bool int8 = rewrite.high_weights.count(t.weight) > 0;
-    report.weight_precision.emplace_back(index.node(t.node).name(), int8 ? "int8" : std::string(format.name));
-  }
+  ReportWeightPrecision(format, index, plan, rewrite, &report);
 
-  const Int4RewriteStats stats = RewriteInt4(&model, plan, rewrite);
+  const RewriteStats stats = InsertQdq(&model, plan, {}, rewrite);
   if (form.ort_containers) UseOrtCpuContainers(model.mutable_graph());  // same values, runnable containers
   quantized_weights.clear();
   data.capture.reset();  // the Grams are not needed any more
-  report.qdq_pairs = stats.weights;
+  report.qdq_pairs = stats.qdq_pairs;
   LogRewrite(format, method, rewrite, stats);
   ConvertPrecision(&model, o, &report);
   StagedOutput output(&model, o, report.output_path);  // written, not yet visible

@@ -102,4 +102,11 @@ float DequantizeBlockElement(BlockElement element, uint8_t code, float scale) {
   }
 }
 
+std::string ScalesAsBytes(const std::vector<float>& scales, bool half) {
+  if (!half) return std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
+  std::vector<uint16_t> h(scales.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(scales[i]);
+  return std::string(reinterpret_cast<const char*>(h.data()), h.size() * sizeof(uint16_t));
+}
+
 }  // namespace ptqkit

@@ -1,6 +1,6 @@
 // BlockCodec: how a weight-only format encodes one block of weights. A QuantFormat row with
-// `placement.weight_only` points at one; the weight-only search (int4_search.cc) and the rewriter
-// (int4_rewrite.cc) read it instead of branching on the format's name.
+// `placement.weight_only` points at one; the weight-only search (int4_search.cc) and the Q/DQ writer
+// (qdq_rewrite.h) read it instead of branching on the format's name.
 //
 //  - int4:  INT4 values in [-8, 7] (UINT4 with --use_zero_point), one scale per block in the
 //           weight's float type, amax * alpha / 7; blocks of --block_size along K.
@@ -28,6 +28,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace ptqkit {
 
@@ -85,5 +87,9 @@ CodedScale EncodeBlockScale(const BlockCodec& codec, float raw, float global, bo
 // type, INT8 as its byte; int4 is int4_numerics.h's and is not handled here).
 uint8_t QuantizeBlockElement(BlockElement element, float x, float scale);
 float DequantizeBlockElement(BlockElement element, uint8_t code, float scale);
+
+// Scales as the bytes of a float32 initializer, or of a float16 one with `half` (each rounded to
+// nearest even float16).
+std::string ScalesAsBytes(const std::vector<float>& scales, bool half);
 
 }  // namespace ptqkit

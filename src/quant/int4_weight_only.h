@@ -1,11 +1,8 @@
-// Weight-only quantization: which MatMul/Gemm weights become blocked quantized initializers,
-// how each block's clipping is chosen, and the graph rewrite that stores them — one source file a
-// step: int4_plan.cc (PlanInt4Targets), int4_search.cc (BlockGram, AWQ-lite, the clip search,
-// QuantizeInt4Weight), int4_rewrite.cc (RewriteInt4).
+// Weight-only quantization's numerics: how each block of a MatMul/Gemm weight is chosen. The
+// weights come from the weight-only placement profile (placement.h, weight_only_placement.cc);
+// the one Q/DQ writer (qdq_rewrite.h) stores them through the row's block codec, calling
+// QuantizeInt4Weight (int4_search.cc) with the Grams below.
 //
-//  - PlanInt4Targets picks MatMul and Gemm nodes whose weight (input B) is a constant of rank >= 2
-//    in float32 or float16, after the user's node/op-type selectors; every other MatMul/Gemm is
-//    listed with the reason it stays float. Activations are never quantized.
 //  - BlockGram holds, for one activation tensor X (all tokens/samples as rows, K columns), the
 //    block-diagonal Gram matrices G_b = X_b^T X_b in float64, one per K-block. For a block column
 //    w_b of the weight and its quantized copy, the block's squared output error summed over every
@@ -28,13 +25,13 @@
 //    exactly awq_clip. The block-diagonal G_b approximates the full
 //    X^T X (the error terms between blocks are left out): it is what the capture keeps, at K x
 //    block_size doubles per activation.
-//  - RewriteInt4 replaces each target's weight input by DequantizeLinear(w_q, scale[, zp], axis,
+//  - The writer replaces each planned weight input by DequantizeLinear(w_q, scale[, zp], axis,
 //    block_size) (opset 21) and drops float weights nothing reads any more. An awq_lite weight
 //    whose chosen alpha is > 0 also gets a [K] initializer 1/s (the weight's float type) and, on
 //    each consumer, Mul(activation, 1/s) feeding that consumer's input A only (consumers of the
 //    same activation with other weights keep their own Mul and scales).
 // Written for INT4; nvfp4, mxfp8 and the INT8 side of --mixed_precision use the same search and
-// rewrite with their row's block codec (block_codec.h): its element grid and scale encoding
+// writer with their row's block codec (block_codec.h): its element grid and scale encoding
 // replace INT4's (no zero points).
 // Free functions and a value type; thread-safe for distinct objects.
 #pragma once
@@ -47,34 +44,11 @@
 #include <utility>
 #include <vector>
 
-#include "onnx/graph_index.h"
 #include "quant/block_codec.h"
 #include "quant/formats.h"
 #include "quant/int4_numerics.h"
 
 namespace ptqkit {
-
-struct Int4Target {
-  int node = -1;           // MatMul or Gemm
-  std::string weight;      // input 1
-  std::string activation;  // input 0: the rows that multiply the weight
-  int axis = 0;            // the weight's K axis: rank-2 for MatMul, 1 for Gemm transB=1, else 0
-};
-
-struct Int4Plan {
-  std::vector<Int4Target> targets;                        // graph order
-  std::vector<std::pair<int, std::string>> left_in_float;  // (MatMul/Gemm node, why), graph order
-};
-
-struct Int4Selection {
-  std::vector<std::string> op_types_to_quantize;
-  std::vector<std::string> op_types_to_exclude;
-  std::vector<std::string> nodes_to_quantize;
-  std::vector<std::string> nodes_to_exclude;
-};
-
-// Throws ptqkit::Error for an invalid selector regex.
-Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& selection);
 
 class BlockGram {
  public:
@@ -163,42 +137,19 @@ struct Int4Weight {
 Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
                               const BlockGram* gram, const Int4WeightOptions& options);
 
-struct Int4RewriteOptions {
-  // The storage types of the quantized weights and zero points (INT4 / UINT4).
-  const QuantFormat* format = &FindFormat("int4", "--quantize_mode");
+// What the writer needs for the blocked weights of a weight-only plan (qdq_rewrite.h
+// RewriteOptions::blocked).
+struct BlockedWeightOptions {
   Int4WeightOptions weight;
   // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
   const std::map<std::string, BlockGram>* grams = nullptr;
   // --mixed_precision: these weights (initializer names) are stored in `high_format` (its codec's
-  // block, round to nearest) instead of `format`.
+  // block, round to nearest) instead of the rewrite's format.
   const QuantFormat* high_format = nullptr;
   std::set<std::string> high_weights;
   // Quantized weights by format, weight and axis, kept across rewrites of copies of one model (the
   // --mixed_precision search quantizes each weight once per format); null: nothing kept.
   std::map<std::string, Int4Weight>* cache = nullptr;
 };
-
-struct Int4RewriteStats {
-  int weights = 0;  // quantized weight tensors (one per weight and K axis)
-  int nodes = 0;    // MatMul/Gemm nodes now reading a DequantizeLinear
-  int64_t blocks = 0;
-  int64_t clipped_blocks = 0;
-  int scaled_weights = 0;  // awq_lite weights with alpha > 0 (their consumers read a Mul)
-  int scale_muls = 0;      // Mul nodes inserted for them
-  int high_weights = 0;    // weights stored in the high format (--mixed_precision)
-};
-
-// REQUIRES: `plan` was made from a GraphIndex over model->graph(), unchanged since, and the
-// model's opset is >= options.format->min_opset (21: blocked DequantizeLinear, INT4/UINT4 types),
-// or its block codec's ort_cpu_min_opset when UseOrtCpuContainers follows before the model is used.
-Int4RewriteStats RewriteInt4(onnx::ModelProto* model, const Int4Plan& plan, const Int4RewriteOptions& options);
-
-// Whether some DequantizeLinear of `graph` reads a FLOAT4E2M1 value or FLOAT8E8M0 scale
-// initializer (nvfp4/mxfp8's standard containers, which ONNX Runtime's CPU kernels do not run).
-bool HasStandardBlockContainers(const onnx::GraphProto& graph);
-// Rewrites those initializers into the ort_cpu containers in place: E2M1 values as FLOAT8E4M3FN
-// bytes, E8M0 scales as the float type the DequantizeLinear's output_dtype names (the attribute
-// is dropped). The dequantized weights stay bit for bit the same; the opset is left as it is.
-void UseOrtCpuContainers(onnx::GraphProto* graph);
 
 }  // namespace ptqkit

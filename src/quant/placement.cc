@@ -309,6 +309,7 @@ class Planner {
 }  // namespace
 
 Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options) {
+  if (options.format->placement.weight_only) return PlanWeightOnlyPlacement(graph, options);
   return Planner(graph, options).Run();
 }
 

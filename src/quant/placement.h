@@ -7,6 +7,12 @@
 // LayerNormalization fed by a Conv; share one Q/DQ per tensor; give Concat inputs one scale.
 // User selectors come on top, in the precedence order DESIGN.md fixes.
 //
+// A weight-only format's profile (PlacementProfile::weight_only: int4, nvfp4, mxfp8) plans
+// differently: every MatMul/Gemm whose weight (input B) is a replaceable float constant of rank
+// >= 2 gets that weight quantized in blocks along its K axis (QuantizedTensor::block_axis), after
+// the user's selectors; activations are never planned, and the other MatMul/Gemm nodes are listed
+// in float_reasons. One entry per (weight, K axis), in order of weight name.
+//
 // PlanPlacement is a pure function of the graph and the options; the result refers to nodes by
 // index into the graph the GraphIndex was built on.
 #pragma once
@@ -49,6 +55,10 @@ struct QuantizedTensor {
   std::string tensor;
   bool is_weight = false;  // a constant: scales come from its values, not from calibration
   int axis = -1;           // per-channel axis for weights; -1 = per tensor
+  // Weight-only profile: the weight's K axis, along which it is quantized in blocks (rank-2 for
+  // MatMul, 1 for Gemm transB=1, else 0); every use is input 1 of a MatMul/Gemm, whose input 0 is
+  // the activation the blocks' errors are weighed on. -1 otherwise.
+  int block_axis = -1;
   std::vector<TensorUse> uses;
   // Tensors with the same non-empty group share one scale (Concat inputs and output).
   std::string scale_group;
@@ -72,6 +82,9 @@ std::map<std::string, float> PlanRanges(const Placement& plan, const std::map<st
 
 // Throws ptqkit::Error for an invalid selector.
 Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options);
+// The weight-only profile's plan (PlanPlacement calls it for a weight_only format); only the
+// selectors of `options` apply.
+Placement PlanWeightOnlyPlacement(const GraphIndex& graph, const PlacementOptions& options);
 
 // Op types whose inputs ptqkit's rules quantize (Conv, ConvTranspose, Gemm, MatMul).
 bool IsCoreQuantizableOp(const std::string& op_type);

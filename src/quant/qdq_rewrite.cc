@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "onnx/graph_editor.h"
@@ -11,6 +12,7 @@
 #include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
 #include "quant/numerics.h"
+#include "quant/qdq_blocked_weight.h"
 
 namespace ptqkit {
 namespace {
@@ -24,17 +26,37 @@ class Rewriter {
         editor_(graph_, options.reserved_names),
         format_(*options.format),
         qmax_(format_.qmax),
-        weight_qmax_(options.reduce_range && format_.reduced_range_qmax > 0 ? format_.reduced_range_qmax : qmax_) {}
+        weight_qmax_(options.reduce_range && format_.reduced_range_qmax > 0 ? format_.reduced_range_qmax : qmax_) {
+    if (format_.block_codec != nullptr) {
+      blocked_ = std::make_unique<BlockedWeightWriter>(graph_, &index_, &editor_, format_, options_.blocked, &stats_);
+    }
+  }
 
   RewriteStats Run(const Placement& plan, const std::map<std::string, float>& amax) {
-    std::vector<std::pair<TensorUse, std::string>> rewires;
+    std::map<std::string, std::set<int>> blocked_readers;  // blocked weight -> the nodes planned to read it
     for (const auto& q : plan.tensors) {
-      const std::string dq_out = q.is_weight ? AddWeight(q) : AddActivation(q, amax);
+      for (const auto& use : q.uses) {
+        if (q.block_axis >= 0) blocked_readers[q.tensor].insert(use.node);
+      }
+    }
+    std::vector<std::pair<TensorUse, std::string>> rewires;
+    for (size_t i = 0; i < plan.tensors.size(); ++i) {
+      const QuantizedTensor& q = plan.tensors[i];
+      const std::string dq_out = q.block_axis >= 0 ? AddBlockedWeight(q) : q.is_weight ? AddWeight(q) : AddActivation(q, amax);
       for (const auto& use : q.uses) rewires.emplace_back(use, dq_out);
+      // A weight-only plan lists each weight's entries together: after the last one its float values
+      // are read no more, and holding them to the end would add every packed weight on top of every
+      // float one (a 2 GiB model's peak).
+      const bool last_of_weight = i + 1 == plan.tensors.size() || plan.tensors[i + 1].tensor != q.tensor;
+      if (q.block_axis >= 0 && last_of_weight) blocked_->ReleaseIfOnlyPlannedReads(q.tensor, blocked_readers[q.tensor]);
     }
     for (const auto& [use, name] : rewires) graph_->mutable_node(use.node)->set_input(use.input, name);
+    if (blocked_) {
+      for (const auto& [node, name] : blocked_->activation_rewires()) graph_->mutable_node(node)->set_input(0, name);
+    }
     editor_.Splice();
-    if (options_.dq_only) DropUnusedWeights(plan);
+    // Blocked weights are always stored quantized, like dq_only ones.
+    if (options_.dq_only || !blocked_readers.empty()) DropUnusedWeights(plan);
     return stats_;
   }
 
@@ -113,6 +135,14 @@ class Rewriter {
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
+  std::string AddBlockedWeight(const QuantizedTensor& q) {
+    if (!blocked_) {
+      throw Error(fmt::format("internal: weight '{}' is planned in blocks but --quantize_mode {} has no block codec",
+                              q.tensor, format_.name));
+    }
+    return blocked_->Add(q);
+  }
+
   std::string AddWeight(const QuantizedTensor& q) {
     const onnx::TensorProto* w = &WeightValues(*index_.Constant(q.tensor), options_);
     const std::vector<float> values = TensorToFloats(*w);
@@ -183,6 +213,7 @@ class Rewriter {
   float qmax_;
   float weight_qmax_;  // qmax_, or the reduced range (63 for INT8) with reduce_range
   RewriteStats stats_;
+  std::unique_ptr<BlockedWeightWriter> blocked_;  // a weight-only format's; uses editor_ and stats_
 };
 
 }  // namespace

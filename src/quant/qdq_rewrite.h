@@ -1,10 +1,15 @@
-// QdqRewriter: turns a Placement plus scales into graph edits — a QuantizeLinear/DequantizeLinear
+// The Q/DQ writer: turns a Placement plus scales into graph edits — a QuantizeLinear/DequantizeLinear
 // pair per planned tensor (one pair shared by all its uses), consumers rewired to the DQ output.
+// Every format and granularity goes through it: per tensor, per channel, and blocked.
 //
 // Activations: per-tensor scale amax/qmax (127 for INT8, 448 for FP8: quant/formats.h), zero point 0
 // (none at all for a format with zero_point_free: FP8).
 // Weights: per-channel scales from the weight's own absmax; kept as FP32 initializer + Q -> DQ, or
 // with dq_only stored quantized as an initializer + DQ (the FP32 copy is dropped when nothing else reads it).
+// Blocked weights (the weight-only profile's, QuantizedTensor::block_axis >= 0): stored in the row's
+// block codec with their blocks chosen by the weight-only search (int4_weight_only.h) on
+// options.blocked's Grams, as DequantizeLinear(values, scales[, zero points], axis, block_size) placed
+// at the front of the graph (qdq_blocked_weight.h); awq_lite adds a Mul on each consumer's activation.
 // Bias inputs are never touched. New nodes are placed just before their first consumer, so the
 // graph stays topologically sorted; new names never collide with existing ones.
 #pragma once
@@ -16,6 +21,7 @@
 #include <string>
 
 #include "quant/formats.h"
+#include "quant/int4_weight_only.h"
 #include "quant/placement.h"
 
 namespace ptqkit {
@@ -25,7 +31,7 @@ struct RewriteOptions {
   // scale = amax / format->qmax (INT8: amax/127; FP8: amax/448, the whole E4M3FN grid, not
   // ModelOpt's amax*448/127^2), zero points of format->storage_type unless the format is
   // zero_point_free. REQUIRES: the model's opset is at least format->min_opset; a format with
-  // activations (not placement.weight_only).
+  // activations (not placement.weight_only), or a weight-only one for a weight-only plan.
   const QuantFormat* format = &FindFormat("int8", "--quantize_mode");
   // Names new tensors must also avoid, when the graph rewritten is a part of a larger one (the
   // sensitivity scan rewrites a copy without most initializers).
@@ -39,6 +45,8 @@ struct RewriteOptions {
   // candidate built only to be scored holds placeholders instead of the model's large weights, and
   // the rewrite (and bias correction) read each weight from here, one at a time.
   const std::map<std::string, const onnx::TensorProto*>* weight_source = nullptr;
+  // Blocked weights: the search's options and Grams, --mixed_precision's INT8 weights.
+  BlockedWeightOptions blocked;
 };
 
 // The tensor whose values `t` holds: `t` itself, or the weight_source's tensor of that name when
@@ -48,11 +56,20 @@ const onnx::TensorProto& WeightValues(const onnx::TensorProto& t, const RewriteO
 struct RewriteStats {
   int qdq_pairs = 0;        // Q/DQ (or DQ-only) pairs inserted
   int weight_tensors = 0;   // of which on weights
+  // Blocked weights:
+  int blocked_nodes = 0;       // MatMul/Gemm nodes now reading a blocked DequantizeLinear
+  int64_t blocks = 0;          // scales written
+  int64_t clipped_blocks = 0;  // blocks whose clipping ratio is < 1
+  int scaled_weights = 0;      // awq_lite weights with alpha > 0 (their consumers read a Mul)
+  int scale_muls = 0;          // Mul nodes inserted for them
+  int high_weights = 0;        // weights stored in blocked.high_format (--mixed_precision)
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph() and the graph has not changed
 // since; `activation_amax` has an entry for every activation tensor of the plan (after scale
-// groups were merged). Throws ptqkit::Error naming a tensor whose amax is missing.
+// groups were merged); a plan with blocked weights is the weight-only profile's for options.format
+// and the model's opset is at least format->min_opset (or its codec's ort_cpu_min_opset when
+// UseOrtCpuContainers follows). Throws ptqkit::Error naming a tensor whose amax is missing.
 RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan,
                        const std::map<std::string, float>& activation_amax, const RewriteOptions& options);
 // The same on a subgraph (If branch, Loop/Scan body): `plan` was made from a GraphIndex over

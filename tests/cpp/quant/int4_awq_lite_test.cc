@@ -11,6 +11,8 @@
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
 #include "quant/int4_weight_only.h"
+#include "quant/placement.h"
+#include "quant/qdq_rewrite.h"
 #include "quant/numerics.h"
 #include "quant_test_support.h"
 
@@ -237,13 +239,16 @@ TEST(AwqLite, RewriteMultipliesEachConsumersActivationByOneOverS) {
   std::map<std::string, std::vector<float>> weights;
   for (const auto& t : m.graph().initializer()) weights[t.name()] = TensorToFloats(t);
   const GraphIndex index(m.graph());
-  const Int4Plan plan = PlanInt4Targets(index, {});
-  Int4RewriteOptions o;
-  o.weight.block_size = 8;
-  o.weight.awq_lite = true;
-  o.grams = &grams;
-  const Int4RewriteStats stats = RewriteInt4(&m, plan, o);
-  EXPECT_EQ(stats.weights, 3);
+  PlacementOptions weight_only;
+  weight_only.format = &FindFormat("int4", "--quantize_mode");
+  const Placement plan = PlanPlacement(index, weight_only);
+  RewriteOptions o;
+  o.format = weight_only.format;
+  o.blocked.weight.block_size = 8;
+  o.blocked.weight.awq_lite = true;
+  o.blocked.grams = &grams;
+  const RewriteStats stats = InsertQdq(&m, plan, {}, o);
+  EXPECT_EQ(stats.weight_tensors, 3);
   EXPECT_EQ(stats.scaled_weights, 3);
   EXPECT_EQ(stats.scale_muls, 3);
 
@@ -270,7 +275,7 @@ TEST(AwqLite, RewriteMultipliesEachConsumersActivationByOneOverS) {
     const onnx::TensorProto& inv = *inits.at(mul->input(1));
     EXPECT_EQ(inv.data_type(), onnx::TensorProto::FLOAT);
     EXPECT_EQ(TensorShape(inv), (std::vector<int64_t>{c.shape[static_cast<size_t>(c.axis)]}));
-    Int4WeightOptions wo = o.weight;
+    Int4WeightOptions wo = o.blocked.weight;
     const Int4Weight want = QuantizeInt4Weight(weights.at(c.weight), c.shape, c.axis, &grams.at(c.activation), wo);
     EXPECT_GT(want.awq_lite_alpha, 0.0);
     EXPECT_EQ(TensorToFloats(inv), want.activation_scales);

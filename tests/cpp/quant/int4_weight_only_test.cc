@@ -1,6 +1,8 @@
 // INT4 weight-only: the block Gram matrices, the AWQ-clip search checked against a brute-force
 // output error on explicit activations, target selection, and the graph rewrite.
 #include "quant/int4_weight_only.h"
+#include "quant/placement.h"
+#include "quant/qdq_rewrite.h"
 
 #include <gtest/gtest.h>
 
@@ -138,36 +140,68 @@ onnx::ModelProto PlanModel() {
   return b.Build(21);
 }
 
-TEST(Int4Plan, TakesConstantRank2WeightsAndSaysWhyOthersStayFloat) {
+// The weight-only placement profile of a format (what int4, nvfp4 and mxfp8 plan).
+Placement PlanWeightOnly(const GraphIndex& index, PlacementOptions options = {}) {
+  options.format = &FindFormat("int4", "--quantize_mode");
+  return PlanPlacement(index, options);
+}
+
+TEST(WeightOnlyPlacement, TakesConstantRank2WeightsAndSaysWhyOthersStayFloat) {
   const onnx::ModelProto m = PlanModel();
   const GraphIndex index(m.graph());
-  const Int4Plan plan = PlanInt4Targets(index, {});
-  ASSERT_EQ(plan.targets.size(), 3u);
-  EXPECT_EQ(plan.targets[0].weight, "w_mm");
-  EXPECT_EQ(plan.targets[0].axis, 0);
-  EXPECT_EQ(plan.targets[1].weight, "w_gemm");
-  EXPECT_EQ(plan.targets[1].axis, 1);  // transB: [N, K]
-  EXPECT_EQ(plan.targets[2].weight, "w_const");
+  const Placement plan = PlanWeightOnly(index);
+  ASSERT_EQ(plan.tensors.size(), 3u);
+  std::map<std::string, const QuantizedTensor*> by_weight;
+  for (const auto& q : plan.tensors) {
+    by_weight[q.tensor] = &q;
+    EXPECT_TRUE(q.is_weight);
+    EXPECT_EQ(q.axis, -1) << "blocked, not per channel";
+    ASSERT_EQ(q.uses.size(), 1u);
+    EXPECT_EQ(q.uses[0].input, 1);
+  }
+  ASSERT_TRUE(by_weight.count("w_mm") && by_weight.count("w_gemm") && by_weight.count("w_const"));
+  EXPECT_EQ(by_weight["w_mm"]->block_axis, 0);
+  EXPECT_EQ(by_weight["w_gemm"]->block_axis, 1);  // transB: [N, K]
+  EXPECT_EQ(index.node(by_weight["w_const"]->uses[0].node).name(), "mm_const");
+  EXPECT_EQ(plan.quantized_nodes.size(), 3u);
   std::map<std::string, std::string> why;
-  for (const auto& [node, reason] : plan.left_in_float) why[index.node(node).name()] = reason;
+  for (const auto& [node, reason] : plan.float_reasons) why[index.node(node).name()] = reason;
   EXPECT_NE(why["gemm_ta"].find("transA"), std::string::npos);
   EXPECT_NE(why["mm_act"].find("not a constant"), std::string::npos);
   EXPECT_NE(why["mm_rank1"].find("rank 1"), std::string::npos);
-  const Int4Plan excluded = PlanInt4Targets(index, {{}, {"Gemm"}, {}, {"mm"}});
-  ASSERT_EQ(excluded.targets.size(), 1u);
-  EXPECT_EQ(excluded.targets[0].weight, "w_const");
+  EXPECT_TRUE(plan.ActivationTensors().empty());
+  PlacementOptions selectors;
+  selectors.op_types_to_exclude = {"Gemm"};
+  selectors.nodes_to_exclude = {"mm"};
+  const Placement excluded = PlanWeightOnly(index, selectors);
+  ASSERT_EQ(excluded.tensors.size(), 1u);
+  EXPECT_EQ(excluded.tensors[0].tensor, "w_const");
+}
+
+TEST(WeightOnlyPlacement, OneEntryPerWeightSharedByItsConsumers) {
+  GraphBuilder b;
+  b.Input("x", {-1, 16}).Input("y", {-1, 16}).Weight("w", {16, 8});
+  b.Node("MatMul", {"x", "w"}, {"hx"}, "mm_x").Node("MatMul", {"y", "w"}, {"hy"}, "mm_y");
+  b.Output("hx").Output("hy");
+  const onnx::ModelProto m = b.Build(21);
+  const GraphIndex index(m.graph());
+  const Placement plan = PlanWeightOnly(index);
+  ASSERT_EQ(plan.tensors.size(), 1u);
+  EXPECT_EQ(plan.tensors[0].uses.size(), 2u);
 }
 
 TEST(Int4Rewrite, StoresPackedInt4WithABlockedDequantizeLinear) {
   onnx::ModelProto m = PlanModel();
   const GraphIndex index(m.graph());
-  const Int4Plan plan = PlanInt4Targets(index, {});
-  Int4RewriteOptions o;
-  o.weight.block_size = 10;  // K = 32 and 24 and 16: short last blocks
-  o.weight.zero_point = true;
-  const Int4RewriteStats stats = RewriteInt4(&m, plan, o);
-  EXPECT_EQ(stats.weights, 3);
-  EXPECT_EQ(stats.nodes, 3);
+  const Placement plan = PlanWeightOnly(index);
+  RewriteOptions o;
+  o.format = &FindFormat("int4", "--quantize_mode");
+  o.blocked.weight.block_size = 10;  // K = 32 and 24 and 16: short last blocks
+  o.blocked.weight.zero_point = true;
+  const RewriteStats stats = InsertQdq(&m, plan, {}, o);
+  EXPECT_EQ(stats.weight_tensors, 3);
+  EXPECT_EQ(stats.qdq_pairs, 3);
+  EXPECT_EQ(stats.blocked_nodes, 3);
   std::map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : m.graph().initializer()) inits[t.name()] = &t;
   EXPECT_FALSE(inits.count("w_mm"));    // float weights nothing reads are gone

@@ -1,9 +1,12 @@
-// INT4 weight-only, step 1 (int4_weight_only.h): which MatMul/Gemm weights are quantized.
-#include "quant/int4_weight_only.h"
-
+// The weight-only placement profile (placement.h): which MatMul/Gemm weights are quantized in
+// blocks, and along which axis.
 #include <fmt/format.h>
 
+#include <map>
+#include <utility>
+
 #include "onnx/graph_editor.h"
+#include "quant/placement.h"
 #include "quant/selectors.h"
 
 namespace ptqkit {
@@ -40,12 +43,15 @@ std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int
 
 }  // namespace
 
-Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
-  const NodeSelector include(index, s.nodes_to_quantize, s.op_types_to_quantize, "--nodes_to_quantize",
-                             "--op_types_to_quantize");
-  const NodeSelector exclude(index, s.nodes_to_exclude, s.op_types_to_exclude, "--nodes_to_exclude",
-                             "--op_types_to_exclude");
-  Int4Plan plan;
+Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOptions& options) {
+  const NodeSelector include(index, options.nodes_to_quantize, options.op_types_to_quantize, "--nodes_to_quantize",
+                             "--op_types_to_quantize", options.matched_selectors);
+  const NodeSelector exclude(index, options.nodes_to_exclude, options.op_types_to_exclude, "--nodes_to_exclude",
+                             "--op_types_to_exclude", options.matched_selectors);
+  Placement plan;
+  // One entry per (weight, K axis): consumers sharing a weight share its DequantizeLinear, and the
+  // search weighs its error on all their activations.
+  std::map<std::pair<std::string, int>, QuantizedTensor> weights;
   for (int i = 0; i < index.num_nodes(); ++i) {
     const onnx::NodeProto& n = index.node(i);
     if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
@@ -55,15 +61,23 @@ Int4Plan PlanInt4Targets(const GraphIndex& index, const Int4Selection& s) {
       why = "not selected by --nodes_to_quantize / --op_types_to_quantize";
     } else if (exclude.Selects(i)) {
       why = "excluded by " + exclude.Why(i);
+    } else if (auto kept = options.kept_in_float.find(n.name()); kept != options.kept_in_float.end()) {
+      why = kept->second;
     } else {
       why = Ineligible(index, n, &axis);
     }
     if (!why.empty()) {
-      plan.left_in_float.emplace_back(i, why);
+      plan.float_reasons[i] = why;
       continue;
     }
-    plan.targets.push_back({i, n.input(1), n.input(0), axis});
+    QuantizedTensor& q = weights[{n.input(1), axis}];
+    q.tensor = n.input(1);
+    q.is_weight = true;
+    q.block_axis = axis;
+    q.uses.push_back({i, 1});
+    plan.quantized_nodes.push_back(i);
   }
+  for (auto& [key, q] : weights) plan.tensors.push_back(std::move(q));
   return plan;
 }
 
