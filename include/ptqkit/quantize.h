@@ -87,6 +87,11 @@ struct QuantizeOptions {
   std::string mixed_precision;
   std::vector<std::string> int8_nodes;
   bool use_zero_point = false;
+  // nvfp4, mxfp8: input A of every quantized MatMul/Gemm is quantized too, in the format's blocks
+  // along K with scales computed at run time (TensorRT's DynamicQuantize; nvfp4's per-tensor
+  // global scale from calibration). Written as TensorRT's ops (target_runtime trt) or as standard
+  // operators computing the same values (ort_cpu).
+  bool quantize_activations = false;
   double awqclip_alpha_step = 0.05;
   double awqclip_alpha_min = 0.5;
   std::string high_precision_dtype = "fp32";  // fp32 | fp16 | bf16 (everything not quantized)
@@ -242,6 +247,9 @@ struct QuantizeReport {
   WeightRoundingReport weight_rounding;
   // Weight-only modes: (MatMul/Gemm node, the format of its weight: int4, int8, nvfp4, mxfp8), graph order.
   std::vector<std::pair<std::string, std::string>> weight_precision;
+  // nvfp4/mxfp8 --quantize_activations: activations quantized in blocks scaled at run time (each
+  // also counted in qdq_pairs).
+  int dynamic_block_activations = 0;
   // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
   // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
   int ort_fp16_bias_overflows = 0;

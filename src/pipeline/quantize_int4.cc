@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
 #include "quant/int4_weight_only.h"
+#include "quant/dynamic_block_activation.h"
 #include "quant/ort_block_containers.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
@@ -80,6 +82,16 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
                             "calibration; --quantize_mode {} has none (its AWQ statistics are not cached)",
                             format.name));
   }
+  if (o.quantize_activations && codec.trt_dynamic_quantize == nullptr) {
+    throw Error(fmt::format("--quantize_activations applies to --quantize_mode nvfp4 and mxfp8 (their activations are "
+                            "quantized in blocks at run time); {} is weight-only",
+                            format.name));
+  }
+  if (o.quantize_activations && o.high_precision_dtype != "fp32") {
+    throw Error(fmt::format("--quantize_activations writes float32 block-scaling chains; --high_precision_dtype {} is "
+                            "not supported with it yet",
+                            o.high_precision_dtype));
+  }
   if (o.dq_only) {
     log::Info("--dq_only: {} weights are always stored quantized with DequantizeLinear only", format.name);
   }
@@ -88,10 +100,24 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
 // Gram matrices of every target's activation, filled by one pass of ONNX Runtime over the data.
 class GramCapture {
  public:
-  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Placement& plan, int64_t block_size) {
+  // `grams`: the planned weights' activations get Grams (awq_clip, awq_lite); dynamic-block
+  // activations always get their absolute maximum (nvfp4's global scale).
+  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Placement& plan, int64_t block_size,
+              bool grams) {
     for (const auto& q : plan.tensors) {
+      if (q.dynamic_blocks) {
+        amax_.emplace(q.tensor, 0.0f);
+        Observe(index, q.tensor);
+        continue;
+      }
+      if (!grams) continue;
       const BlockedLayout layout = MakeBlockedLayout(TensorShape(*index.Constant(q.tensor)), q.block_axis, block_size);
-      for (const auto& use : q.uses) Plan(index, index.node(use.node).input(0), layout);
+      for (const auto& use : q.uses) {
+        const std::string& activation = index.node(use.node).input(0);
+        if (grams_.count(activation)) continue;
+        grams_.emplace(activation, BlockGram(layout.k, layout.block));
+        Observe(index, activation);
+      }
     }
     model_ = &model;
   }
@@ -99,6 +125,7 @@ class GramCapture {
   // Runs the batches; returns the number of samples seen.
   int64_t Run(const CalibrationData& data, const RuntimeOptions& runtime, const std::function<void(int64_t, int64_t)>& progress,
               std::vector<std::string>* providers) {
+    for (const auto& [name, c] : constants_) AddConstant(name, *c);
     InferenceSession session(onnxio::MakeSessionModel(*model_, from_outputs_), runtime);
     *providers = session.providers();
     std::vector<std::string> run_outputs = from_outputs_;
@@ -110,7 +137,7 @@ class GramCapture {
         Add(t, in.dtype, in.shape, in.bytes.data(), in.NumElements());
       }
       session.Run(batch, run_outputs, [&](const OutputView& v) {
-        if (grams_.count(v.name)) Add(v.name, v.dtype, v.shape, v.data, v.num_elements);
+        if (observed_.count(v.name)) Add(v.name, v.dtype, v.shape, v.data, v.num_elements);
       });
       if (progress) progress(b + 1, data.num_batches);
     }
@@ -118,18 +145,19 @@ class GramCapture {
   }
 
   const std::map<std::string, BlockGram>& grams() const { return grams_; }
+  const std::map<std::string, float>& amax() const { return amax_; }
 
  private:
-  // A Gram for `activation` (the input A of a planned weight's MatMul/Gemm), read from where it is.
-  void Plan(const GraphIndex& index, const std::string& activation, const BlockedLayout& layout) {
-    if (grams_.count(activation)) return;
-    grams_.emplace(activation, BlockGram(layout.k, layout.block));
-    if (const onnx::TensorProto* c = index.Constant(activation)) {
-      AddConstant(activation, *c);
-    } else if (index.IsGraphInput(activation)) {
-      from_inputs_.push_back(activation);
+  // Reads `tensor` from where it is: a constant now, a graph input from the batches, any other
+  // tensor as an extra output of the run. Once per tensor.
+  void Observe(const GraphIndex& index, const std::string& tensor) {
+    if (!observed_.insert(tensor).second) return;
+    if (const onnx::TensorProto* c = index.Constant(tensor)) {
+      constants_.emplace_back(tensor, c);
+    } else if (index.IsGraphInput(tensor)) {
+      from_inputs_.push_back(tensor);
     } else {
-      from_outputs_.push_back(activation);
+      from_outputs_.push_back(tensor);
     }
   }
 
@@ -140,15 +168,15 @@ class GramCapture {
 
   // Rows = every element but the last axis, which must be K (MatMul A[..., K], Gemm A[M, K]).
   void Add(const std::string& name, DataType dtype, const std::vector<int64_t>& shape, const void* data, int64_t count) {
-    BlockGram& g = grams_.at(name);
+    auto gram = grams_.find(name);
     if (dtype != DataType::kFloat && dtype != DataType::kFloat16) {
       throw Error(fmt::format("activation '{}' of a quantized MatMul/Gemm is {}, not a float tensor", name,
                               DataTypeName(dtype)));
     }
-    if (shape.empty() || shape.back() != g.k()) {
+    if (gram != grams_.end() && (shape.empty() || shape.back() != gram->second.k())) {
       throw Error(fmt::format("activation '{}' has shape {} at run time; its MatMul/Gemm weight needs a last "
                               "dimension of {}",
-                              name, ShapeToString(shape), g.k()));
+                              name, ShapeToString(shape), gram->second.k()));
     }
     const float* x = static_cast<const float*>(data);
     if (dtype == DataType::kFloat16) {
@@ -157,11 +185,19 @@ class GramCapture {
       for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] = HalfToFloat(h[i]);
       x = scratch_.data();
     }
-    g.AddRows(x, count / g.k());
+    if (gram != grams_.end()) gram->second.AddRows(x, count / gram->second.k());
+    if (auto a = amax_.find(name); a != amax_.end()) {
+      for (int64_t i = 0; i < count; ++i) {
+        if (std::isfinite(x[i])) a->second = std::max(a->second, std::abs(x[i]));
+      }
+    }
   }
 
   const onnx::ModelProto* model_ = nullptr;
   std::map<std::string, BlockGram> grams_;
+  std::map<std::string, float> amax_;  // dynamic-block activations: largest finite |x| seen
+  std::set<std::string> observed_;
+  std::vector<std::pair<std::string, const onnx::TensorProto*>> constants_;
   std::vector<std::string> from_inputs_, from_outputs_;
   std::vector<float> scratch_;
 };
@@ -225,6 +261,7 @@ Placement PlanTargets(const QuantizeOptions& o, const QuantFormat& format, const
   options.nodes_to_quantize = o.nodes_to_quantize;
   options.nodes_to_exclude = o.nodes_to_exclude;
   options.format = &format;
+  options.quantize_activations = o.quantize_activations;
   Placement plan = PlanPlacement(index, options);
   if (plan.tensors.empty()) NoTargets(o.onnx_path, format, index, plan);
   for (int node : plan.quantized_nodes) ++report->quantized_by_op_type[index.node(node).op_type()];
@@ -257,6 +294,7 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& fo
   w.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   w.awq_lite = method == "awq_lite";
+  r.blocked.trt_activations = !form.ort_containers;
   if (!o.mixed_precision.empty() || !o.int8_nodes.empty()) {
     r.blocked.high_format = &Int8WeightOnlyFormat();
     r.blocked.high_weights = Int8NodeWeights(o, index, plan);
@@ -277,12 +315,20 @@ struct WeightOnlyData {
 
 // awq_clip and awq_lite: Grams (and channel magnitudes) from one pass over the calibration samples.
 // rtn reads data only when given some, for the loss report. Held-out samples calibrate nothing.
-void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, const PreparedModel& prepared,
+// nvfp4's dynamic-block activations need a calibrated amax each (their global scale).
+bool NeedsActivationRanges(const Placement& plan, const QuantFormat& format) {
+  if (format.block_codec->scale_code != BlockScaleCode::kE4M3TimesGlobal) return false;
+  return std::any_of(plan.tensors.begin(), plan.tensors.end(), [](const QuantizedTensor& q) { return q.dynamic_blocks; });
+}
+
+void ReadCalibrationData(const QuantizeOptions& o, const QuantFormat& format, const std::string& method,
+                         const PreparedModel& prepared,
                          const GraphIndex& index, const Placement& plan, int64_t block_size, CanonicalForm* canonical,
                          WeightOnlyData* d, RewriteOptions* rewrite, QuantizeReport* report) {
   const onnx::ModelProto& model = prepared.proto;
   const auto start = Clock::now();
-  if (method != "rtn" || !o.calibration_data_path.empty()) {
+  const bool grams = method != "rtn";
+  if (grams || NeedsActivationRanges(plan, format) || !o.calibration_data_path.empty()) {
     d->data.emplace(OpenCalibrationData(prepared, CalibrationRequest(o)));
     CalibrationData& data = *d->data;
     CompareCanonicalForm(canonical, model, &data, Runtime(o), report);
@@ -291,10 +337,10 @@ void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, co
     d->split = SplitForEvaluation(data, o.eval_samples);
     UseCalibrationSamples(&data, d->split);
     const RuntimeOptions runtime = Runtime(o);
-    if (method != "rtn") {
-      d->capture.emplace(model, index, plan, block_size);
+    if (grams || NeedsActivationRanges(plan, format)) {
+      d->capture.emplace(model, index, plan, block_size, grams);
       report->num_calibration_samples = d->capture->Run(data, runtime, o.progress, &report->execution_providers);
-      rewrite->blocked.grams = &d->capture->grams();
+      if (grams) rewrite->blocked.grams = &d->capture->grams();
     }
     if (!d->split.evaluated.empty()) {
       const auto reference_start = Clock::now();
@@ -305,6 +351,20 @@ void ReadCalibrationData(const QuantizeOptions& o, const std::string& method, co
   }
   CompareCanonicalForm(canonical, model, nullptr, Runtime(o), report);  // rtn: counts only
   report->calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The calibrated amax of each dynamic-block activation (none read: every amax 0, for mxfp8).
+std::map<std::string, float> ActivationRanges(const WeightOnlyData& d) {
+  return d.capture ? d.capture->amax() : std::map<std::string, float>{};
+}
+
+// mxfp8's activations need no calibrated value: 0 stands for each.
+std::map<std::string, float> ActivationRanges(const WeightOnlyData& d, const Placement& plan) {
+  std::map<std::string, float> amax = ActivationRanges(d);
+  for (const auto& q : plan.tensors) {
+    if (q.dynamic_blocks) amax.emplace(q.tensor, 0.0f);
+  }
+  return amax;
 }
 
 // --accuracy_budget with --mixed_precision int4,int8: the INT8 weights (pipeline/mixed_precision_search.h).
@@ -336,6 +396,12 @@ void ReportWeightPrecision(const QuantFormat& format, const GraphIndex& index, c
 
 void LogRewrite(const QuantFormat& format, const std::string& method, const RewriteOptions& rewrite,
                 const RewriteStats& stats) {
+  if (stats.dynamic_activations > 0) {
+    log::Info("{}: {} activation(s) quantized in blocks scaled at run time ({})", format.name, stats.dynamic_activations,
+              rewrite.blocked.trt_activations ? "TensorRT's dynamic quantizer ops; the loss report runs their "
+                                                "standard-operator twin"
+                                              : "standard operators ONNX Runtime runs");
+  }
   if (rewrite.blocked.high_format != nullptr) {
     log::Info("mixed precision: {} of {} weight(s) stored as INT8", stats.high_weights, stats.weight_tensors);
   }
@@ -367,9 +433,10 @@ void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, const W
   runtime.basic_optimizations_only = true;
   const onnx::ModelProto* runnable = &model;
   std::optional<onnx::ModelProto> twin;
-  if (HasStandardBlockContainers(model.graph())) {
+  if (HasStandardBlockContainers(model.graph()) || HasTrtDynamicQuantize(model.graph())) {
     twin.emplace(model);
     UseOrtCpuContainers(twin->mutable_graph());
+    EmulateTrtDynamicQuantize(&*twin);
     runnable = &*twin;
   }
   report->loss = MeasureLoss(d.reference, *runnable, *d.data, d.range, d.split.held_out, runtime, {}, {}, {},
@@ -402,12 +469,13 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   const Placement plan = PlanTargets(o, format, index, &report);
   RewriteOptions rewrite = RewriteOptionsFor(o, format, method, form, index, plan);
   WeightOnlyData data;
-  ReadCalibrationData(o, method, prepared, index, plan, form.block_size, &canonical, &data, &rewrite, &report);
+  ReadCalibrationData(o, format, method, prepared, index, plan, form.block_size, &canonical, &data, &rewrite, &report);
   std::map<std::string, Int4Weight> quantized_weights;  // the budget's candidates quantize each weight once
   if (o.accuracy_budget >= 0) ChooseInt8Weights(o, model, plan, data, &quantized_weights, &rewrite, &report);
   ReportWeightPrecision(format, index, plan, rewrite, &report);
 
-  const RewriteStats stats = InsertQdq(&model, plan, {}, rewrite);
+  const RewriteStats stats = InsertQdq(&model, plan, ActivationRanges(data, plan), rewrite);
+  report.dynamic_block_activations = stats.dynamic_activations;
   if (form.ort_containers) UseOrtCpuContainers(model.mutable_graph());  // same values, runnable containers
   quantized_weights.clear();
   data.capture.reset();  // the Grams are not needed any more

@@ -115,7 +115,11 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   for (const auto& [op, n] : r.quantized_by_op_type) total += n;
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   if (format.placement.weight_only) {
-    fmt::format_to(it, "quantized nodes: {} ({} {} weights)\n", total, r.qdq_pairs, Upper(format.name));
+    const int activations = r.dynamic_block_activations;
+    fmt::format_to(it, "quantized nodes: {} ({} {} weights{})\n", total, r.qdq_pairs - activations, Upper(format.name),
+                   activations > 0 ? fmt::format(", {} activations in {} blocks scaled at run time", activations,
+                                                 Upper(format.name))
+                                   : "");
   } else {
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }

@@ -104,6 +104,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
   j["weight_precision"] = nlohmann::ordered_json::object();  // weight-only modes: node -> format
   for (const auto& [node, format] : r.weight_precision) j["weight_precision"][node] = format;
+  j["dynamic_block_activations"] = r.dynamic_block_activations;
   j["autotune"] = AutotuneReportToJson(r.autotune);
   return j;
 }

@@ -52,6 +52,9 @@ struct BlockCodec {
   // exact lines 0.82 -> 0.66 while gaining them in-sample (MiniLM: cosine +0.006); for mxfp8 it
   // changes nothing measurable. int4: awq_clip (+0.10 lines on rec, +0.025 cosine on MiniLM).
   const char* default_method = "awq_clip";
+  // TensorRT's dynamic block quantizer of this format (domain "trt"), for --quantize_activations
+  // (dynamic_block_activation.h); null: the format's activations are not quantized.
+  const char* trt_dynamic_quantize = nullptr;
 };
 
 // FLOAT4E2M1: 1 sign bit (bit 3), 2 exponent bits (bias 1), 1 mantissa bit; no Inf or NaN.

@@ -77,13 +77,15 @@ constexpr BlockCodec kNvfp4Codec = {.element = BlockElement::kE2M1,
                                     .element_max = kFloat4E2M1Max,
                                     .fixed_block_size = 16,
                                     .ort_cpu_min_opset = 21,
-                                    .default_method = "rtn"};
+                                    .default_method = "rtn",
+                                    .trt_dynamic_quantize = "TRT_FP4DynamicQuantize"};
 constexpr BlockCodec kMxfp8Codec = {.element = BlockElement::kE4M3,
                                     .scale_code = BlockScaleCode::kPowerOfTwo,
                                     .element_max = kFloat8E4M3FNMax,
                                     .fixed_block_size = 32,
                                     .ort_cpu_min_opset = 21,
-                                    .default_method = "rtn"};
+                                    .default_method = "rtn",
+                                    .trt_dynamic_quantize = "TRT_MXFP8DynamicQuantize"};
 
 // INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (int4_weight_only.h).
 const QuantFormat kInt4 = {

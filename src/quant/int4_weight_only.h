@@ -150,6 +150,9 @@ struct BlockedWeightOptions {
   // Quantized weights by format, weight and axis, kept across rewrites of copies of one model (the
   // --mixed_precision search quantizes each weight once per format); null: nothing kept.
   std::map<std::string, Int4Weight>* cache = nullptr;
+  // Activations in dynamic blocks (--quantize_activations): TensorRT's ops (true) or the standard
+  // operators that compute the same values in ONNX Runtime (dynamic_block_activation.h).
+  bool trt_activations = true;
 };
 
 }  // namespace ptqkit

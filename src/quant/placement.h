@@ -11,7 +11,9 @@
 // differently: every MatMul/Gemm whose weight (input B) is a replaceable float constant of rank
 // >= 2 gets that weight quantized in blocks along its K axis (QuantizedTensor::block_axis), after
 // the user's selectors; activations are never planned, and the other MatMul/Gemm nodes are listed
-// in float_reasons. One entry per (weight, K axis), in order of weight name.
+// in float_reasons. One entry per (weight, K axis), in order of weight name; with
+// quantize_activations, then one per activation read as input A (QuantizedTensor::dynamic_blocks),
+// in order of name.
 //
 // PlanPlacement is a pure function of the graph and the options; the result refers to nodes by
 // index into the graph the GraphIndex was built on.
@@ -48,6 +50,10 @@ struct PlacementOptions {
   // Keep the attention core's MatMuls in float even when selectors bypass the rules (which keep
   // them in float anyway): ModelOpt's --disable_mha_qdq.
   bool disable_mha_qdq = false;
+  // Weight-only profile of a format with dynamic block activations (nvfp4, mxfp8:
+  // --quantize_activations): input A of each planned MatMul/Gemm is quantized too, in blocks along
+  // its last axis (K), when K is a multiple of the block and the weight is float32.
+  bool quantize_activations = false;
 };
 
 // One tensor that gets a Q/DQ pair, shared by every use listed.
@@ -59,6 +65,9 @@ struct QuantizedTensor {
   // MatMul, 1 for Gemm transB=1, else 0); every use is input 1 of a MatMul/Gemm, whose input 0 is
   // the activation the blocks' errors are weighed on. -1 otherwise.
   int block_axis = -1;
+  // An activation quantized in blocks along its last axis, each block's scale computed at run time
+  // (quant/dynamic_block_activation.h); its uses are input 0 of MatMul/Gemm nodes.
+  bool dynamic_blocks = false;
   std::vector<TensorUse> uses;
   // Tensors with the same non-empty group share one scale (Concat inputs and output).
   std::string scale_group;

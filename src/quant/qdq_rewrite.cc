@@ -11,6 +11,7 @@
 #include "onnx/subgraphs.h"
 #include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
+#include "quant/dynamic_block_activation.h"
 #include "quant/numerics.h"
 #include "quant/qdq_blocked_weight.h"
 
@@ -42,7 +43,10 @@ class Rewriter {
     std::vector<std::pair<TensorUse, std::string>> rewires;
     for (size_t i = 0; i < plan.tensors.size(); ++i) {
       const QuantizedTensor& q = plan.tensors[i];
-      const std::string dq_out = q.block_axis >= 0 ? AddBlockedWeight(q) : q.is_weight ? AddWeight(q) : AddActivation(q, amax);
+      const std::string dq_out = q.block_axis >= 0   ? AddBlockedWeight(q)
+                                 : q.dynamic_blocks ? AddDynamicBlockActivation(q, amax)
+                                 : q.is_weight      ? AddWeight(q)
+                                                    : AddActivation(q, amax);
       for (const auto& use : q.uses) rewires.emplace_back(use, dq_out);
       // A weight-only plan lists each weight's entries together: after the last one its float values
       // are read no more, and holding them to the end would add every packed weight on top of every
@@ -133,6 +137,20 @@ class Rewriter {
     AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
     const std::string zp = ZeroPointFor(q.tensor, 1, true);
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
+  }
+
+  // nvfp4/mxfp8 activations: block scales computed at run time; nvfp4's global scale from the
+  // calibrated amax.
+  std::string AddDynamicBlockActivation(const QuantizedTensor& q, const std::map<std::string, float>& amax) {
+    if (format_.block_codec == nullptr || format_.block_codec->trt_dynamic_quantize == nullptr) {
+      throw Error(fmt::format("internal: activation '{}' is planned in dynamic blocks but --quantize_mode {} has none",
+                              q.tensor, format_.name));
+    }
+    auto it = amax.find(q.tensor);
+    if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
+    ++stats_.qdq_pairs;
+    ++stats_.dynamic_activations;
+    return AddDynamicBlockQdq(&editor_, format_, q.tensor, it->second, FirstUse(q), options_.blocked.trt_activations);
   }
 
   std::string AddBlockedWeight(const QuantizedTensor& q) {
@@ -229,7 +247,9 @@ const onnx::TensorProto& WeightValues(const onnx::TensorProto& t, const RewriteO
 
 RewriteStats InsertQdq(onnx::ModelProto* model, const Placement& plan, const std::map<std::string, float>& activation_amax,
                        const RewriteOptions& options) {
-  return Rewriter(model->mutable_graph(), nullptr, options).Run(plan, activation_amax);
+  const RewriteStats stats = Rewriter(model->mutable_graph(), nullptr, options).Run(plan, activation_amax);
+  if (stats.dynamic_activations > 0 && options.blocked.trt_activations) ImportTrtDomain(model);
+  return stats;
 }
 
 RewriteStats InsertQdqInSubgraph(onnx::GraphProto* graph, const GraphIndex* outer, const Placement& plan,

@@ -10,6 +10,8 @@
 // block codec with their blocks chosen by the weight-only search (int4_weight_only.h) on
 // options.blocked's Grams, as DequantizeLinear(values, scales[, zero points], axis, block_size) placed
 // at the front of the graph (qdq_blocked_weight.h); awq_lite adds a Mul on each consumer's activation.
+// Activations in dynamic blocks (QuantizedTensor::dynamic_blocks; nvfp4, mxfp8): the trt or ort
+// form of dynamic_block_activation.h, before their first use; the trt form imports the "trt" domain.
 // Bias inputs are never touched. New nodes are placed just before their first consumer, so the
 // graph stays topologically sorted; new names never collide with existing ones.
 #pragma once
@@ -63,6 +65,7 @@ struct RewriteStats {
   int scaled_weights = 0;      // awq_lite weights with alpha > 0 (their consumers read a Mul)
   int scale_muls = 0;          // Mul nodes inserted for them
   int high_weights = 0;        // weights stored in blocked.high_format (--mixed_precision)
+  int dynamic_activations = 0;  // activations quantized in blocks scaled at run time (also in qdq_pairs)
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph() and the graph has not changed

@@ -41,6 +41,20 @@ std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int
   return "";
 }
 
+// --quantize_activations: input A of planned node `n` (index `node`, weight K axis `axis`) joins
+// `activations` when TensorRT's dynamic quantizer can take it: K a multiple of the format's block
+// and float32 values (the weight's type stands for the activation's).
+void PlanActivation(const GraphIndex& index, const onnx::NodeProto& n, int node, int axis, const QuantFormat& format,
+                    std::map<std::string, QuantizedTensor>* activations) {
+  const onnx::TensorProto& w = *index.Constant(n.input(1));
+  const int64_t block = format.block_codec->fixed_block_size;
+  if (w.data_type() != onnx::TensorProto::FLOAT || block <= 0 || w.dims(axis) % block != 0) return;
+  QuantizedTensor& q = (*activations)[n.input(0)];
+  q.tensor = n.input(0);
+  q.dynamic_blocks = true;
+  q.uses.push_back({node, 0});
+}
+
 }  // namespace
 
 Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOptions& options) {
@@ -52,6 +66,7 @@ Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOption
   // One entry per (weight, K axis): consumers sharing a weight share its DequantizeLinear, and the
   // search weighs its error on all their activations.
   std::map<std::pair<std::string, int>, QuantizedTensor> weights;
+  std::map<std::string, QuantizedTensor> activations;
   for (int i = 0; i < index.num_nodes(); ++i) {
     const onnx::NodeProto& n = index.node(i);
     if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
@@ -70,6 +85,7 @@ Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOption
       plan.float_reasons[i] = why;
       continue;
     }
+    if (options.quantize_activations) PlanActivation(index, n, i, axis, *options.format, &activations);
     QuantizedTensor& q = weights[{n.input(1), axis}];
     q.tensor = n.input(1);
     q.is_weight = true;
@@ -78,6 +94,7 @@ Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOption
     plan.quantized_nodes.push_back(i);
   }
   for (auto& [key, q] : weights) plan.tensors.push_back(std::move(q));
+  for (auto& [name, q] : activations) plan.tensors.push_back(std::move(q));
   return plan;
 }
 
