@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 
 using namespace ptqkit;
 using Clock = std::chrono::steady_clock;
@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 static double Seconds(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // FNV-1a over the packed values and the scales: equal digests mean the same quantized weight.
-static uint64_t Digest(const Int4Weight& q) {
+static uint64_t Digest(const BlockedWeight& q) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](const void* p, size_t n) {
     const auto* b = static_cast<const unsigned char*>(p);
@@ -52,12 +52,12 @@ int main(int argc, char** argv) {
   gram.AddRows(x.data(), rows);
   fmt::print("gram      {:7.2f} s  ({} rows of K {})\n", Seconds(t), rows, k);
 
-  Int4WeightOptions o;
+  BlockedWeightSearch o;
   o.threads = threads;
   for (bool lite : {false, true}) {
     o.awq_lite = lite;
     t = Clock::now();
-    const Int4Weight q = QuantizeInt4Weight(w, {k, n}, 0, &gram, o);
+    const BlockedWeight q = QuantizeBlockedWeight(w, {k, n}, 0, &gram, o);
     const double s = Seconds(t);
     fmt::print("{:9} {:7.2f} s  {:6.1f} M weights/s  alpha {:.2f}  clipped blocks {}  digest {:016x}\n",
                lite ? "awq_lite" : "awq_clip", s, static_cast<double>(k * n) / s / 1e6, q.awq_lite_alpha,

@@ -263,10 +263,13 @@ std::vector<OptionSpec> BuildTable() {
                                       "string); ptqkit reads it as false")
                   .Details(R"(int4: asymmetric UINT4 weights with UINT4 zero points (block range widened to include 0) instead of symmetric INT4 in [-8, 7]) `--use_zero_point True`/`False` (ModelOpt's spelling) are taken too.)"));
   t.push_back(Text("quantize_activations", nullptr,
-                   "nvfp4, mxfp8: also quantize each quantized MatMul/Gemm's input A, block scales computed at run time")
+                   "nvfp4, mxfp8: also quantize each quantized MatMul/Gemm's input A, block scales computed at "
+                   "run time")
                   .Flagged().Apply([](QuantizeSettings& s, const std::string& v) {
                     s.options.quantize_activations = ParseBoolWord("--quantize_activations", v);
-                  }).Show([](const QuantizeSettings& s) { return std::string(s.options.quantize_activations ? "true" : "false"); })
+                  }).Show([](const QuantizeSettings& s) {
+                    return std::string(s.options.quantize_activations ? "true" : "false");
+                  })
                   .DefaultDoc("off (weight-only)")
                   .Details(R"(nvfp4 and mxfp8: input A of every MatMul/Gemm whose weight is quantized is quantized too, in the format's blocks along K (16 for nvfp4, 32 for mxfp8), each block's scale computed at run time from its own absolute maximum as TensorRT's DynamicQuantize does (nvfp4: an E4M3 code times one global scale per tensor, amax / 2688 from calibration; mxfp8: a power of two). With `--target_runtime trt` the file holds TensorRT's `trt::TRT_FP4DynamicQuantize` / `trt::TRT_MXFP8DynamicQuantize` ops, which ONNX Runtime cannot run (the loss report runs the standard-operator twin); with `ort_cpu`, standard operators (Reshape, ReduceMax, QuantizeLinear/DequantizeLinear, Round) computing the same values. Float32 activations whose K is a multiple of the block only; the others stay float.)"));
   t.push_back(Real("awqclip_alpha_step", &QuantizeOptions::awqclip_alpha_step,

@@ -22,8 +22,8 @@ namespace ptqkit {
 
 // `fp32` is the model before the rewrite, `plan` its weight-only placement (indices into fp32's
 // graph), `rewrite` the run's rewrite options with blocked.high_format set, blocked.high_weights the
-// fixed INT8 weights and a cache. Returns every INT8 weight (the fixed ones included); fills report->accuracy_budget with
-// the added weights' nodes, most recovering first.
+// fixed INT8 weights and a cache. Returns every INT8 weight (the fixed ones included); fills
+// report->accuracy_budget with the added weights' nodes, most recovering first.
 std::set<std::string> SearchInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& fp32, const Placement& plan,
                                         const RewriteOptions& rewrite, CandidateScorer& score,
                                         QuantizeReport* report);

@@ -29,7 +29,7 @@
 #include "pipeline/weight_rounding.h"
 #include "runtime/activation_capture.h"
 #include "runtime/prepared_model.h"
-#include "pipeline/quantize_int4.h"
+#include "pipeline/quantize_weight_only.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "quant/formats.h"
@@ -92,7 +92,8 @@ void CheckModelOptOptions(const QuantizeOptions& o) {
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
-  if (!format.placement.weight_only && !o.calibration_method.empty() && IsInt4CalibrationMethod(o.calibration_method)) {
+  if (!format.placement.weight_only && !o.calibration_method.empty() &&
+      IsWeightOnlyCalibrationMethod(o.calibration_method)) {
     throw Error(fmt::format("--calibration_method {} applies to the weight-only modes (int4, nvfp4, mxfp8) only "
                             "(int8/fp8 take max, entropy, percentile or mse)",
                             o.calibration_method));
@@ -404,7 +405,7 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   CheckOptions(o, report.output_path);
   QuantizeFiles(o, report.output_path).Check();  // again with external data, once the model is read
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
-  if (format.placement.weight_only) return QuantizeInt4(o, format, std::move(report), start);
+  if (format.placement.weight_only) return QuantizeWeightOnly(o, format, std::move(report), start);
   // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
   // mse is never far from max and often better on real models, where entropy can lose a lot).
   report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;

@@ -1,5 +1,5 @@
 // BlockCodec: how a weight-only format encodes one block of weights. A QuantFormat row with
-// `placement.weight_only` points at one; the weight-only search (int4_search.cc) and the Q/DQ writer
+// `placement.weight_only` points at one; the weight-only search (blocked_weight_search.cc) and the Q/DQ writer
 // (qdq_rewrite.h) read it instead of branching on the format's name.
 //
 //  - int4:  INT4 values in [-8, 7] (UINT4 with --use_zero_point), one scale per block in the

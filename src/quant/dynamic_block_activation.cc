@@ -39,7 +39,8 @@ class Chain {
   std::string Node(const std::string& op, const std::vector<std::string>& inputs,
                    const std::vector<std::pair<std::string, int64_t>>& attributes = {}, std::string output = "") {
     if (output.empty()) output = editor_->Fresh(base_ + "_" + op + "_Output");
-    editor_->InsertBefore(before_, GraphEditor::MakeNode(op, editor_->Fresh(base_ + "_" + op), inputs, output, attributes));
+    onnx::NodeProto node = GraphEditor::MakeNode(op, editor_->Fresh(base_ + "_" + op), inputs, output, attributes);
+    editor_->InsertBefore(before_, std::move(node));
     return output;
   }
   // x rounded to FLOAT8E4M3FN (saturating), as float: a QuantizeLinear/DequantizeLinear pair of scale 1.
@@ -95,7 +96,8 @@ void EmulatedChain(Chain& c, const QuantFormat& format, const std::string& x, fl
     const std::string safe = c.Node("Where", {c.Node("Equal", {scale, c.Float(0.0f)}), c.Float(1.0f), scale});
     values = RoundToE2M1(c, c.Node("Div", {blocks, safe}));
   } else {
-    const std::string r = c.Node("Max", {c.Node("Div", {amax, c.Float(kFloat8E4M3FNMax)}), c.Float(kMinPowerOfTwoScale)});
+    const std::string ratio = c.Node("Div", {amax, c.Float(kFloat8E4M3FNMax)});
+    const std::string r = c.Node("Max", {ratio, c.Float(kMinPowerOfTwoScale)});
     scale = PowerOfTwoAtLeast(c, r);
     values = c.RoundToE4M3(c.Node("Div", {blocks, scale}));
   }
@@ -114,8 +116,9 @@ std::string TrtChain(Chain& c, const QuantFormat& format, const std::string& x, 
   std::vector<std::pair<std::string, int64_t>> attributes = {{"axis", -1}, {"block_size", block}};
   attributes.emplace_back(fp4 ? "scale_type" : "output_dtype", onnx::TensorProto::FLOAT8E4M3FN);
   const std::string values = editor.Fresh(c.base() + "_values");
-  onnx::NodeProto quantize = GraphEditor::MakeNode(
-      codec.trt_dynamic_quantize, editor.Fresh(c.base() + "_" + codec.trt_dynamic_quantize), inputs, values, attributes);
+  const std::string quantize_name = editor.Fresh(c.base() + "_" + codec.trt_dynamic_quantize);
+  onnx::NodeProto quantize =
+      GraphEditor::MakeNode(codec.trt_dynamic_quantize, quantize_name, inputs, values, attributes);
   quantize.set_domain(kTrtDomain);
   const std::string codes = editor.Fresh(c.base() + "_block_scales");
   quantize.add_output(codes);
@@ -207,7 +210,9 @@ void EmulateTrtDynamicQuantize(onnx::ModelProto* model) {
     float global = 1.0f;
     if (fp4) {
       auto it = initializers.find(n.input(1));
-      if (it == initializers.end()) throw Error("internal: nvfp4 global scale '" + n.input(1) + "' is not an initializer");
+      if (it == initializers.end()) {
+        throw Error("internal: nvfp4 global scale '" + n.input(1) + "' is not an initializer");
+      }
       global = TensorToFloats(*it->second).at(0);
       globals.insert(n.input(1));
       replaced.insert(only_reader(n.output(1)).name());  // the block scales' DequantizeLinear

@@ -87,7 +87,7 @@ constexpr BlockCodec kMxfp8Codec = {.element = BlockElement::kE4M3,
                                     .default_method = "rtn",
                                     .trt_dynamic_quantize = "TRT_MXFP8DynamicQuantize"};
 
-// INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (int4_weight_only.h).
+// INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (blocked_weight_search.h).
 const QuantFormat kInt4 = {
     .name = "int4",
     .storage_type = onnx::TensorProto_DataType_INT4,

@@ -21,7 +21,7 @@ namespace ptqkit {
 // What the placement rules quantize for a format (DESIGN.md "Placement").
 struct PlacementProfile {
   // Only MatMul/Gemm weights, stored quantized in blocks, no activations (the weight-only planner,
-  // int4_weight_only.h, with the row's block_codec); the other fields then do not apply.
+  // blocked_weight_search.h, with the row's block_codec); the other fields then do not apply.
   bool weight_only = false;
   bool quantize_conv_transpose = true;
   // Convs with fewer input or output channels stay float.

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 
 namespace ptqkit {
 

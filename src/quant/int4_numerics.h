@@ -2,7 +2,7 @@
 // semantics, matching ONNX Runtime's DequantizeLinear bit for bit (tests/cpp/quant/int4_*_test.cc check it).
 //
 //  - INT4 (type 22), symmetric: q = saturate(round_half_even(w / scale)) in [-8, 7], zero point 0,
-//    scale = amax * alpha / 7 per block (alpha <= 1 clips, see int4_weight_only.h).
+//    scale = amax * alpha / 7 per block (alpha <= 1 clips, see blocked_weight_search.h).
 //  - UINT4 (type 21), asymmetric: q = saturate(round_half_even(w / scale) + zp) in [0, 15] with
 //    scale = (max - min) * alpha / 15 over the block's range widened to include 0, so that 0 stays
 //    exactly representable (a zero weight, padding, a pruned channel) and zp = round(-min / scale).

@@ -76,7 +76,7 @@ std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
   const std::vector<int64_t> shape = TensorShape(w);
   const bool high = options_.high_format != nullptr && options_.high_weights.count(name) > 0;
   const QuantFormat& format = high ? *options_.high_format : format_;
-  Int4WeightOptions wo = options_.weight;
+  BlockedWeightSearch wo = options_.weight;
   wo.half_scales = half;
   wo.codec = format.block_codec;
   if (wo.codec->fixed_block_size != 0) wo.block_size = wo.codec->fixed_block_size;
@@ -85,22 +85,22 @@ std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
   if (high) wo.awq_lite = false;  // round to nearest: the Grams describe the main format's blocks
   const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
   const std::string key = fmt::format("{}\n{}\n{}", format.name, name, axis);
-  const Int4Weight* cached = nullptr;
+  const BlockedWeight* cached = nullptr;
   if (options_.cache != nullptr) {
     auto it = options_.cache->find(key);
     if (it != options_.cache->end()) cached = &it->second;
   }
-  Int4Weight computed;
+  BlockedWeight computed;
   if (cached == nullptr) {
     const std::vector<float> values = TensorToFloats(w);
     if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
       log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
     }
     const std::optional<BlockGram> gram = high ? std::nullopt : UsesGram(options_, *index_, target, layout);
-    computed = QuantizeInt4Weight(values, shape, axis, gram ? &*gram : nullptr, wo);
+    computed = QuantizeBlockedWeight(values, shape, axis, gram ? &*gram : nullptr, wo);
     if (options_.cache != nullptr) cached = &options_.cache->emplace(key, std::move(computed)).first->second;
   }
-  const Int4Weight& q = cached != nullptr ? *cached : computed;
+  const BlockedWeight& q = cached != nullptr ? *cached : computed;
   stats_->qdq_pairs += 1;
   stats_->weight_tensors += 1;
   stats_->blocked_nodes += static_cast<int>(target.uses.size());
@@ -144,7 +144,7 @@ std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
 // Runtime form from them.
 std::vector<std::string> BlockedWeightWriter::CodedInputs(const QuantFormat& format, const std::string& name,
                                                           int32_t float_type, const std::vector<int64_t>& shape,
-                                                          const Int4Weight& q, int first,
+                                                          const BlockedWeight& q, int first,
                                                           std::vector<std::pair<std::string, int64_t>>* attributes) {
   const BlockCodec& codec = *format.block_codec;
   const bool half = float_type == onnx::TensorProto::FLOAT16;
@@ -169,8 +169,8 @@ std::vector<std::string> BlockedWeightWriter::CodedInputs(const QuantFormat& for
     const std::string global_name = Fresh(name + "_global_scale");
     editor_->AddInitializer(global_name, float_type, {}, ScalesAsBytes({q.global_scale}, half));
     const std::string scale = Fresh(name + "_block_scale");
-    editor_->InsertBefore(first, GraphEditor::MakeNode("DequantizeLinear", Fresh(name + "_block_scale_DequantizeLinear"),
-                                                       {code_name, global_name}, scale));
+    const std::string dq_name = Fresh(name + "_block_scale_DequantizeLinear");
+    editor_->InsertBefore(first, GraphEditor::MakeNode("DequantizeLinear", dq_name, {code_name, global_name}, scale));
     return {q_name, scale};
   }
   const std::string s_name = Fresh(name + "_scale");
@@ -182,7 +182,7 @@ std::vector<std::string> BlockedWeightWriter::CodedInputs(const QuantFormat& for
 // awq_lite: the weight now stores Q(diag(s) W), so each consumer's activation is multiplied by
 // 1/s first. One [K] initializer per weight; one Mul per consumer, feeding that consumer only
 // (another node reading the same activation, with its own weight and scales, is untouched).
-void BlockedWeightWriter::AddActivationScaling(const std::string& name, int32_t type, bool half, const Int4Weight& q,
+void BlockedWeightWriter::AddActivationScaling(const std::string& name, int32_t type, bool half, const BlockedWeight& q,
                                                const QuantizedTensor& weight) {
   const std::string inv_name = Fresh(name + "_awq_lite_inv_scale");
   editor_->AddInitializer(inv_name, type, {q.layout.k}, ScalesAsBytes(q.activation_scales, half));

@@ -1,5 +1,5 @@
 // The blocked-weight half of the Q/DQ writer (qdq_rewrite.cc), for the weight-only placement
-// profile: one weight's quantized initializers in its row's block codec (int4_weight_only.h for
+// profile: one weight's quantized initializers in its row's block codec (blocked_weight_search.h for
 // how each block is chosen, block_codec.h for the containers), its DequantizeLinear, and
 // awq_lite's activation Muls. Internal to qdq_rewrite.cc, which owns the graph edit.
 #pragma once
@@ -14,7 +14,7 @@
 #include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
 #include "quant/formats.h"
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -39,9 +39,9 @@ class BlockedWeightWriter {
 
  private:
   std::vector<std::string> CodedInputs(const QuantFormat& format, const std::string& name, int32_t float_type,
-                                       const std::vector<int64_t>& shape, const Int4Weight& q, int first,
+                                       const std::vector<int64_t>& shape, const BlockedWeight& q, int first,
                                        std::vector<std::pair<std::string, int64_t>>* attributes);
-  void AddActivationScaling(const std::string& name, int32_t type, bool half, const Int4Weight& q,
+  void AddActivationScaling(const std::string& name, int32_t type, bool half, const BlockedWeight& q,
                             const QuantizedTensor& weight);
   std::string Fresh(const std::string& base) { return editor_->Fresh(base); }
 

@@ -7,7 +7,7 @@
 // Weights: per-channel scales from the weight's own absmax; kept as FP32 initializer + Q -> DQ, or
 // with dq_only stored quantized as an initializer + DQ (the FP32 copy is dropped when nothing else reads it).
 // Blocked weights (the weight-only profile's, QuantizedTensor::block_axis >= 0): stored in the row's
-// block codec with their blocks chosen by the weight-only search (int4_weight_only.h) on
+// block codec with their blocks chosen by the weight-only search (blocked_weight_search.h) on
 // options.blocked's Grams, as DequantizeLinear(values, scales[, zero points], axis, block_size) placed
 // at the front of the graph (qdq_blocked_weight.h); awq_lite adds a Mul on each consumer's activation.
 // Activations in dynamic blocks (QuantizedTensor::dynamic_blocks; nvfp4, mxfp8): the trt or ort
@@ -23,7 +23,7 @@
 #include <string>
 
 #include "quant/formats.h"
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 #include "quant/placement.h"
 
 namespace ptqkit {

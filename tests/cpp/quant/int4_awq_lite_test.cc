@@ -10,7 +10,7 @@
 
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 #include "quant/numerics.h"
@@ -106,16 +106,16 @@ TEST(AwqLite, ModelledErrorMatchesBruteForceOnEveryAlpha) {
   const std::vector<float> x = OutlierRows(rows, k, 5, 6.0f, 12);
   const std::vector<float> w = Normal(static_cast<size_t>(k * n), 13, 0.1f);
   for (bool zp : {false, true}) {
-    Int4WeightOptions o;
+    BlockedWeightSearch o;
     o.zero_point = zp;
     o.awq_lite = true;
     // One block spanning K: the block-diagonal Gram is the full X^T X, so the modelled error is
     // exactly the output error on the rows.
-    Int4WeightOptions full = o;
+    BlockedWeightSearch full = o;
     full.block_size = -1;
     BlockGram gk(k, k);
     gk.AddRows(x.data(), rows);
-    const Int4Weight qk = QuantizeInt4Weight(w, {k, n}, 0, &gk, full);
+    const BlockedWeight qk = QuantizeBlockedWeight(w, {k, n}, 0, &gk, full);
     for (int t = 0; t <= kAwqLiteAlphaSteps; ++t) {
       const std::vector<float> s = AwqLiteInputScales(gk.MeanAbs(), static_cast<double>(t) / kAwqLiteAlphaSteps);
       const double want = DirectScaledError(x, rows, w, k, n, k, s, zp);
@@ -132,10 +132,10 @@ TEST(AwqLite, BlockDiagonalErrorEqualsTheSumOfPerBlockBruteForce) {
   const std::vector<float> w = Normal(static_cast<size_t>(k * n), 22, 0.1f);
   BlockGram g(k, block);
   g.AddRows(x.data(), rows);
-  Int4WeightOptions o;
+  BlockedWeightSearch o;
   o.block_size = block;
   o.awq_lite = true;
-  const Int4Weight q = QuantizeInt4Weight(w, {k, n}, 0, &g, o);
+  const BlockedWeight q = QuantizeBlockedWeight(w, {k, n}, 0, &g, o);
   for (int t : {0, 7, 20}) {
     const std::vector<float> s = AwqLiteInputScales(g.MeanAbs(), static_cast<double>(t) / kAwqLiteAlphaSteps);
     double want = 0;
@@ -162,10 +162,10 @@ TEST(AwqLite, OutlierChannelGetsScaledAndBeatsRtn) {
   const std::vector<float> w = Normal(static_cast<size_t>(k * n), 32, 0.1f);
   BlockGram g(k, block);
   g.AddRows(x.data(), rows);
-  Int4WeightOptions o;
+  BlockedWeightSearch o;
   o.block_size = block;
   o.awq_lite = true;
-  const Int4Weight q = QuantizeInt4Weight(w, {k, n}, 0, &g, o);
+  const BlockedWeight q = QuantizeBlockedWeight(w, {k, n}, 0, &g, o);
   EXPECT_GT(q.awq_lite_alpha, 0.0);
   ASSERT_EQ(q.activation_scales.size(), static_cast<size_t>(k));
   const int best = static_cast<int>(std::lround(q.awq_lite_alpha * kAwqLiteAlphaSteps));
@@ -184,10 +184,10 @@ TEST(AwqLite, OutlierChannelGetsScaledAndBeatsRtn) {
   std::vector<float> scaled(w.size());
   for (int64_t j = 0; j < k; ++j)
     for (int64_t c = 0; c < n; ++c) scaled[j * n + c] = w[j * n + c] * s[j];
-  Int4WeightOptions clip = o;
+  BlockedWeightSearch clip = o;
   clip.awq_lite = false;
   const BlockGram scaled_gram = g.Scaled(q.activation_scales);
-  const Int4Weight want = QuantizeInt4Weight(scaled, {k, n}, 0, &scaled_gram, clip);
+  const BlockedWeight want = QuantizeBlockedWeight(scaled, {k, n}, 0, &scaled_gram, clip);
   EXPECT_EQ(q.packed, want.packed);
   EXPECT_EQ(q.scales, want.scales);
   // And the real output error on the rows agrees with the model's verdict.
@@ -198,22 +198,22 @@ TEST(AwqLite, OutlierChannelGetsScaledAndBeatsRtn) {
 TEST(AwqLite, NoActivationEnergyKeepsRtnAndThreadsDoNotMatter) {
   const int64_t k = 24, n = 40, rows = 10;
   const std::vector<float> w = Normal(static_cast<size_t>(k * n), 41, 0.1f);
-  Int4WeightOptions o;
+  BlockedWeightSearch o;
   o.block_size = 8;
   o.awq_lite = true;
   BlockGram zero(k, 8);
   zero.AddRows(std::vector<float>(static_cast<size_t>(rows * k), 0.0f).data(), rows);
-  const Int4Weight none = QuantizeInt4Weight(w, {n, k}, 1, &zero, o);  // Gemm transB view
+  const BlockedWeight none = QuantizeBlockedWeight(w, {n, k}, 1, &zero, o);  // Gemm transB view
   EXPECT_EQ(none.awq_lite_alpha, 0.0);  // every error is 0: ties keep alpha 0
   EXPECT_TRUE(none.activation_scales.empty());
-  EXPECT_EQ(none.packed, QuantizeInt4Weight(w, {n, k}, 1, nullptr, o).packed);
+  EXPECT_EQ(none.packed, QuantizeBlockedWeight(w, {n, k}, 1, nullptr, o).packed);
 
   const std::vector<float> x = OutlierRows(rows, k, 10, 20.0f, 42);
   BlockGram g(k, 8);
   g.AddRows(x.data(), rows);
-  const Int4Weight one = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  const BlockedWeight one = QuantizeBlockedWeight(w, {n, k}, 1, &g, o);
   o.threads = 5;
-  const Int4Weight many = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  const BlockedWeight many = QuantizeBlockedWeight(w, {n, k}, 1, &g, o);
   EXPECT_GT(one.awq_lite_alpha, 0.0);
   EXPECT_EQ(one.awq_lite_errors, many.awq_lite_errors);
   EXPECT_EQ(one.packed, many.packed);
@@ -275,8 +275,9 @@ TEST(AwqLite, RewriteMultipliesEachConsumersActivationByOneOverS) {
     const onnx::TensorProto& inv = *inits.at(mul->input(1));
     EXPECT_EQ(inv.data_type(), onnx::TensorProto::FLOAT);
     EXPECT_EQ(TensorShape(inv), (std::vector<int64_t>{c.shape[static_cast<size_t>(c.axis)]}));
-    Int4WeightOptions wo = o.blocked.weight;
-    const Int4Weight want = QuantizeInt4Weight(weights.at(c.weight), c.shape, c.axis, &grams.at(c.activation), wo);
+    BlockedWeightSearch wo = o.blocked.weight;
+    const BlockedWeight want =
+        QuantizeBlockedWeight(weights.at(c.weight), c.shape, c.axis, &grams.at(c.activation), wo);
     EXPECT_GT(want.awq_lite_alpha, 0.0);
     EXPECT_EQ(TensorToFloats(inv), want.activation_scales);
     // The weight's INT4 initializer is the scaled weight's.

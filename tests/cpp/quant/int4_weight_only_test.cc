@@ -1,6 +1,6 @@
 // INT4 weight-only: the block Gram matrices, the AWQ-clip search checked against a brute-force
 // output error on explicit activations, target selection, and the graph rewrite.
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 #include "quant/placement.h"
 #include "quant/qdq_rewrite.h"
 
@@ -65,11 +65,11 @@ TEST(AwqClip, PicksTheAlphaWithTheLeastOutputErrorPerBlock) {
   BlockGram g(k, block);
   g.AddRows(x.data(), rows);
   for (bool zp : {false, true}) {
-    Int4WeightOptions o;
+    BlockedWeightSearch o;
     o.block_size = block;
     o.zero_point = zp;
-    const Int4Weight awq = QuantizeInt4Weight(w, {k, n}, 0, &g, o);
-    const Int4Weight rtn = QuantizeInt4Weight(w, {k, n}, 0, nullptr, o);
+    const BlockedWeight awq = QuantizeBlockedWeight(w, {k, n}, 0, &g, o);
+    const BlockedWeight rtn = QuantizeBlockedWeight(w, {k, n}, 0, nullptr, o);
     EXPECT_EQ(rtn.clipped_blocks, 0);
     EXPECT_GT(awq.clipped_blocks, 0);
     for (int64_t c = 0; c < n; ++c) {
@@ -101,17 +101,17 @@ TEST(AwqClip, DoesNotDependOnTheThreadCountAndNeverLosesToRtn) {
   const std::vector<float> w = Normal(static_cast<size_t>(k * n), 5, 0.05f);  // Gemm transB [N, K] view
   BlockGram g(k, 16);
   g.AddRows(x.data(), rows);
-  Int4WeightOptions o;
+  BlockedWeightSearch o;
   o.block_size = 16;
-  const Int4Weight one = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  const BlockedWeight one = QuantizeBlockedWeight(w, {n, k}, 1, &g, o);
   o.threads = 7;
-  const Int4Weight many = QuantizeInt4Weight(w, {n, k}, 1, &g, o);
+  const BlockedWeight many = QuantizeBlockedWeight(w, {n, k}, 1, &g, o);
   EXPECT_EQ(one.packed, many.packed);
   EXPECT_EQ(one.scales, many.scales);
   EXPECT_EQ(one.scale_shape, (std::vector<int64_t>{n, 4}));
-  const Int4Weight rtn = QuantizeInt4Weight(w, {n, k}, 1, nullptr, o);
+  const BlockedWeight rtn = QuantizeBlockedWeight(w, {n, k}, 1, nullptr, o);
   // Total output error over the rows: the search never does worse than RTN.
-  auto total = [&](const Int4Weight& q) {
+  auto total = [&](const BlockedWeight& q) {
     const std::vector<int8_t> v = UnpackInt4(q.packed, n * k);
     double e = 0;
     for (int64_t r = 0; r < rows; ++r)

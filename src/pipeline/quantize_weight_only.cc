@@ -1,4 +1,4 @@
-#include "pipeline/quantize_int4.h"
+#include "pipeline/quantize_weight_only.h"
 
 #include <fmt/format.h>
 
@@ -23,7 +23,7 @@
 #include "pipeline/model_options.h"
 #include "runtime/prepared_model.h"
 #include "ptqkit/error.h"
-#include "quant/int4_weight_only.h"
+#include "quant/blocked_weight_search.h"
 #include "quant/dynamic_block_activation.h"
 #include "quant/ort_block_containers.h"
 #include "quant/placement.h"
@@ -286,7 +286,7 @@ RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& fo
                                  const OutputForm& form, const GraphIndex& index, const Placement& plan) {
   RewriteOptions r;
   r.format = &format;
-  Int4WeightOptions& w = r.blocked.weight;
+  BlockedWeightSearch& w = r.blocked.weight;
   w.block_size = form.block_size;
   w.zero_point = o.use_zero_point;
   w.alpha_min = o.awqclip_alpha_min;
@@ -318,7 +318,8 @@ struct WeightOnlyData {
 // nvfp4's dynamic-block activations need a calibrated amax each (their global scale).
 bool NeedsActivationRanges(const Placement& plan, const QuantFormat& format) {
   if (format.block_codec->scale_code != BlockScaleCode::kE4M3TimesGlobal) return false;
-  return std::any_of(plan.tensors.begin(), plan.tensors.end(), [](const QuantizedTensor& q) { return q.dynamic_blocks; });
+  return std::any_of(plan.tensors.begin(), plan.tensors.end(),
+                     [](const QuantizedTensor& q) { return q.dynamic_blocks; });
 }
 
 void ReadCalibrationData(const QuantizeOptions& o, const QuantFormat& format, const std::string& method,
@@ -369,7 +370,7 @@ std::map<std::string, float> ActivationRanges(const WeightOnlyData& d, const Pla
 
 // --accuracy_budget with --mixed_precision int4,int8: the INT8 weights (pipeline/mixed_precision_search.h).
 void ChooseInt8Weights(const QuantizeOptions& o, const onnx::ModelProto& model, const Placement& plan,
-                       WeightOnlyData& d, std::map<std::string, Int4Weight>* cache, RewriteOptions* rewrite,
+                       WeightOnlyData& d, std::map<std::string, BlockedWeight>* cache, RewriteOptions* rewrite,
                        QuantizeReport* report) {
   if (!d.data || d.split.evaluated.empty()) {
     throw Error("--accuracy_budget needs calibration data (--calibration_data_path) and held-out samples "
@@ -397,7 +398,8 @@ void ReportWeightPrecision(const QuantFormat& format, const GraphIndex& index, c
 void LogRewrite(const QuantFormat& format, const std::string& method, const RewriteOptions& rewrite,
                 const RewriteStats& stats) {
   if (stats.dynamic_activations > 0) {
-    log::Info("{}: {} activation(s) quantized in blocks scaled at run time ({})", format.name, stats.dynamic_activations,
+    log::Info("{}: {} activation(s) quantized in blocks scaled at run time ({})", format.name,
+              stats.dynamic_activations,
               rewrite.blocked.trt_activations ? "TensorRT's dynamic quantizer ops; the loss report runs their "
                                                 "standard-operator twin"
                                               : "standard operators ONNX Runtime runs");
@@ -450,11 +452,11 @@ void ReportLoss(const QuantizeOptions& o, const onnx::ModelProto& model, const W
 
 }  // namespace
 
-bool IsInt4CalibrationMethod(const std::string& m) {
+bool IsWeightOnlyCalibrationMethod(const std::string& m) {
   return m.empty() || m == "rtn" || m == "awq_clip" || m == "awq_lite";
 }
 
-QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
+QuantizeReport QuantizeWeightOnly(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
                             Clock::time_point start) {
   const std::string method = ResolveMethod(o, *format.block_codec);
   CheckInt4Options(o, format);
@@ -470,7 +472,7 @@ QuantizeReport QuantizeInt4(const QuantizeOptions& o, const QuantFormat& format,
   RewriteOptions rewrite = RewriteOptionsFor(o, format, method, form, index, plan);
   WeightOnlyData data;
   ReadCalibrationData(o, format, method, prepared, index, plan, form.block_size, &canonical, &data, &rewrite, &report);
-  std::map<std::string, Int4Weight> quantized_weights;  // the budget's candidates quantize each weight once
+  std::map<std::string, BlockedWeight> quantized_weights;  // the budget's candidates quantize each weight once
   if (o.accuracy_budget >= 0) ChooseInt8Weights(o, model, plan, data, &quantized_weights, &rewrite, &report);
   ReportWeightPrecision(format, index, plan, rewrite, &report);
 

@@ -1,5 +1,5 @@
-// INT4 weight-only, step 2 (int4_weight_only.h): Grams, AWQ-lite scaling and the per-block clip search.
-#include "quant/int4_weight_only.h"
+// INT4 weight-only, step 2 (blocked_weight_search.h): Grams, AWQ-lite scaling and the per-block clip search.
+#include "quant/blocked_weight_search.h"
 
 #include <fmt/format.h>
 
@@ -119,11 +119,11 @@ double BlockError(const double* g, int64_t ld, const double* __restrict dw, int6
   return e;
 }
 
-bool IsInt4(const Int4WeightOptions& o) { return o.codec == nullptr || o.codec->element == BlockElement::kInt4; }
+bool IsInt4(const BlockedWeightSearch& o) { return o.codec == nullptr || o.codec->element == BlockElement::kInt4; }
 
 // A block's parameters as the model will use them: the search must judge the real scale.
 // `global`: nvfp4's per-tensor scale (block_codec.h), unused otherwise.
-Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float alpha, const Int4WeightOptions& o,
+Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float alpha, const BlockedWeightSearch& o,
                              float min_scale, float global) {
   if (!IsInt4(o)) {
     float amax = 0.0f;  // NaN skipped; an infinity makes the block degenerate (EncodeBlockScale)
@@ -143,7 +143,7 @@ Int4BlockParams SearchParams(const float* w, int64_t stride, int64_t len, float 
 // for a value of a block with `p`; 0 where w is not finite. One loop per element type, so that
 // INT4's inner loop stays as tight as before the other codecs existed.
 void BlockDifference(const float* x, int64_t x_stride, const float* w, int64_t w_stride, const float* scale,
-                     int64_t len, const Int4BlockParams& p, const Int4WeightOptions& o, double* dw) {
+                     int64_t len, const Int4BlockParams& p, const BlockedWeightSearch& o, double* dw) {
   const auto fill = [&](auto qdq) {
     if (scale == nullptr) {
       for (int64_t j = 0; j < len; ++j) {
@@ -169,7 +169,7 @@ void BlockDifference(const float* x, int64_t x_stride, const float* w, int64_t w
 // nvfp4's global scale for the weight values w (or w * s per K channel when `s` is given); 0 for
 // the other codecs.
 float GlobalScale(const std::vector<float>& w, const std::vector<float>* s, const BlockedLayout& l,
-                  const Int4WeightOptions& o) {
+                  const BlockedWeightSearch& o) {
   if (o.codec == nullptr || o.codec->scale_code != BlockScaleCode::kE4M3TimesGlobal) return 0.0f;
   float amax = 0.0f;
   for (size_t e = 0; e < w.size(); ++e) {
@@ -207,7 +207,7 @@ void ForColumns(int threads, int64_t columns, const Fn& fn) {
 // block's Gram stays in cache for every column; each column still sums its blocks in order, and
 // columns are summed in column order, so the result does not depend on the threads.
 double ScaledRtnError(const std::vector<float>& w, const std::vector<float>& s, const std::vector<float>& inv,
-                      const BlockedLayout& l, const BlockGram& g, const Int4WeightOptions& o) {
+                      const BlockedLayout& l, const BlockGram& g, const BlockedWeightSearch& o) {
   const float min_scale = o.half_scales ? kDegenerateScale : kMinScale;
   const float global = GlobalScale(w, &s, l, o);
   const int64_t columns = l.outer * l.inner, nb = l.num_blocks();
@@ -244,7 +244,7 @@ std::vector<float> ScaledWeight(const std::vector<float>& w, const std::vector<f
 class WeightQuantizer {
  public:
   WeightQuantizer(const std::vector<float>& w, const BlockedLayout& layout, const BlockGram* gram,
-                  const Int4WeightOptions& o, Int4Weight* out)
+                  const BlockedWeightSearch& o, BlockedWeight* out)
       : w_(w),
         l_(layout),
         gram_(gram),
@@ -329,8 +329,8 @@ class WeightQuantizer {
   const std::vector<float>& w_;
   BlockedLayout l_;
   const BlockGram* gram_;
-  Int4WeightOptions o_;
-  Int4Weight* out_;
+  BlockedWeightSearch o_;
+  BlockedWeight* out_;
   float min_scale_;
   float global_;                // nvfp4's per-tensor scale (0 otherwise)
   std::vector<uint8_t> codes_;  // one stored code per element, before packing
@@ -339,7 +339,8 @@ class WeightQuantizer {
 };
 
 // awq_lite on one weight (options without awq_lite: they describe the clip search that follows).
-void AwqLite(const std::vector<float>& w, const BlockGram& gram, const Int4WeightOptions& options, Int4Weight* out) {
+void AwqLite(const std::vector<float>& w, const BlockGram& gram, const BlockedWeightSearch& options,
+             BlockedWeight* out) {
   const BlockedLayout& l = out->layout;
   const std::vector<double> magnitude = gram.MeanAbs();
   std::vector<float> inv(static_cast<size_t>(l.k)), best_s, best_inv;
@@ -376,9 +377,9 @@ void AwqLite(const std::vector<float>& w, const BlockGram& gram, const Int4Weigh
 
 }  // namespace
 
-Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
-                              const BlockGram* gram, const Int4WeightOptions& options) {
-  Int4Weight out;
+BlockedWeight QuantizeBlockedWeight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
+                              const BlockGram* gram, const BlockedWeightSearch& options) {
+  BlockedWeight out;
   out.layout = MakeBlockedLayout(shape, axis, options.block_size);
   out.scale_shape = out.layout.ScaleShape(shape, axis);
   if (static_cast<int64_t>(w.size()) != out.layout.num_elements()) {
@@ -392,7 +393,7 @@ Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int
                             out.layout.k, out.layout.block));
   }
   if (options.awq_lite) {
-    Int4WeightOptions rtn = options;
+    BlockedWeightSearch rtn = options;
     rtn.awq_lite = false;
     if (gram != nullptr) AwqLite(w, *gram, rtn, &out);
     else WeightQuantizer(w, out.layout, nullptr, rtn, &out).Run();

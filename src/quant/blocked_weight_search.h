@@ -1,7 +1,7 @@
 // Weight-only quantization's numerics: how each block of a MatMul/Gemm weight is chosen. The
 // weights come from the weight-only placement profile (placement.h, weight_only_placement.cc);
 // the one Q/DQ writer (qdq_rewrite.h) stores them through the row's block codec, calling
-// QuantizeInt4Weight (int4_search.cc) with the Grams below.
+// QuantizeBlockedWeight (blocked_weight_search.cc) with the Grams below.
 //
 //  - BlockGram holds, for one activation tensor X (all tokens/samples as rows, K columns), the
 //    block-diagonal Gram matrices G_b = X_b^T X_b in float64, one per K-block. For a block column
@@ -9,7 +9,7 @@
 //    row is exactly dw^T G_b dw (dw = qdq(w_b) - w_b), so the AWQ-clip search needs no stored
 //    activations and no extra inference: memory is K x block_size doubles per activation,
 //    independent of the number of samples, and one streaming pass fills all of them.
-//  - QuantizeInt4Weight chooses, per (block, output column), the clipping ratio alpha in
+//  - QuantizeBlockedWeight chooses, per (block, output column), the clipping ratio alpha in
 //    {0.50, 0.55, ..., 1.00} (by default) with the least output error (ties keep the larger alpha, so a block
 //    with no activation energy gets plain round-to-nearest), or alpha = 1 everywhere without a Gram
 //    (RTN).
@@ -92,7 +92,7 @@ constexpr int kAwqLiteAlphaSteps = 20;
 // All ones when alpha is 0 or no channel has a positive, finite magnitude.
 std::vector<float> AwqLiteInputScales(const std::vector<double>& mean_abs, double alpha);
 
-struct Int4WeightOptions {
+struct BlockedWeightSearch {
   int64_t block_size = 128;  // -1: one block spanning K
   bool zero_point = false;   // UINT4 + zero points instead of symmetric INT4
   bool half_scales = false;  // float16 weight: scales are stored (and searched) as float16
@@ -108,7 +108,7 @@ struct Int4WeightOptions {
   const BlockCodec* codec = nullptr;
 };
 
-struct Int4Weight {
+struct BlockedWeight {
   BlockedLayout layout;
   std::vector<int64_t> scale_shape;
   std::string packed;                // the values: 4-bit ones two per byte, 8-bit ones a byte each
@@ -134,13 +134,13 @@ struct Int4Weight {
 // RTN) must describe the K axis with the same block; it is used only when the weight is [K, N]
 // or [N, K] (rank 2). Deterministic whatever the thread count. Throws ptqkit::Error for a bad
 // axis/block or a Gram of another shape.
-Int4Weight QuantizeInt4Weight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
-                              const BlockGram* gram, const Int4WeightOptions& options);
+BlockedWeight QuantizeBlockedWeight(const std::vector<float>& w, const std::vector<int64_t>& shape, int axis,
+                              const BlockGram* gram, const BlockedWeightSearch& options);
 
 // What the writer needs for the blocked weights of a weight-only plan (qdq_rewrite.h
 // RewriteOptions::blocked).
 struct BlockedWeightOptions {
-  Int4WeightOptions weight;
+  BlockedWeightSearch weight;
   // activation tensor -> its Gram (AWQ-clip); null or missing entries: RTN for those weights.
   const std::map<std::string, BlockGram>* grams = nullptr;
   // --mixed_precision: these weights (initializer names) are stored in `high_format` (its codec's
@@ -149,7 +149,7 @@ struct BlockedWeightOptions {
   std::set<std::string> high_weights;
   // Quantized weights by format, weight and axis, kept across rewrites of copies of one model (the
   // --mixed_precision search quantizes each weight once per format); null: nothing kept.
-  std::map<std::string, Int4Weight>* cache = nullptr;
+  std::map<std::string, BlockedWeight>* cache = nullptr;
   // Activations in dynamic blocks (--quantize_activations): TensorRT's ops (true) or the standard
   // operators that compute the same values in ONNX Runtime (dynamic_block_activation.h).
   bool trt_activations = true;
