@@ -1,6 +1,7 @@
 #include "ptqkit/quantize.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <filesystem>
@@ -94,9 +95,13 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   if (!format.placement.weight_only && !o.calibration_method.empty() &&
       IsWeightOnlyCalibrationMethod(o.calibration_method)) {
-    throw Error(fmt::format("--calibration_method {} applies to the weight-only modes (int4, nvfp4, mxfp8) only "
-                            "(int8/fp8 take max, entropy, percentile or mse)",
-                            o.calibration_method));
+    std::vector<std::string_view> weight_only;
+    for (const QuantFormat* f : AllFormats()) {
+      if (f->placement.weight_only) weight_only.push_back(f->name);
+    }
+    throw Error(fmt::format("--calibration_method {} applies to the weight-only modes ({}) only (int8/fp8 take max, "
+                            "entropy, percentile or mse)",
+                            o.calibration_method, fmt::join(weight_only, ", ")));
   }
   if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
     throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));

@@ -1,6 +1,7 @@
 #include "pipeline/quantize_weight_only.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -83,9 +84,13 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
                             format.name));
   }
   if (o.quantize_activations && codec.trt_dynamic_quantize == nullptr) {
-    throw Error(fmt::format("--quantize_activations applies to --quantize_mode nvfp4 and mxfp8 (their activations are "
-                            "quantized in blocks at run time); {} is weight-only",
-                            format.name));
+    std::vector<std::string_view> with_activations;
+    for (const QuantFormat* f : AllFormats()) {
+      if (f->block_codec != nullptr && f->block_codec->trt_dynamic_quantize != nullptr) with_activations.push_back(f->name);
+    }
+    throw Error(fmt::format("--quantize_activations applies to --quantize_mode {} (TensorRT quantizes their activations "
+                            "in blocks at run time); {} is weight-only",
+                            fmt::join(with_activations, " and "), format.name));
   }
   if (o.quantize_activations && o.high_precision_dtype != "fp32") {
     throw Error(fmt::format("--quantize_activations writes float32 block-scaling chains; --high_precision_dtype {} is "

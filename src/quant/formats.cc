@@ -86,6 +86,12 @@ constexpr BlockCodec kMxfp8Codec = {.element = BlockElement::kE4M3,
                                     .ort_cpu_min_opset = 21,
                                     .default_method = "rtn",
                                     .trt_dynamic_quantize = "TRT_MXFP8DynamicQuantize"};
+constexpr BlockCodec kMxfp4Codec = {.element = BlockElement::kE2M1,
+                                    .scale_code = BlockScaleCode::kPowerOfTwo,
+                                    .element_max = kFloat4E2M1Max,
+                                    .fixed_block_size = 32,
+                                    .ort_cpu_min_opset = 21,
+                                    .default_method = "rtn"};
 
 // INT4 weight-only: blocked DequantizeLinear on MatMul/Gemm weights (blocked_weight_search.h).
 const QuantFormat kInt4 = {
@@ -139,6 +145,24 @@ const QuantFormat kMxfp8 = {
     .block_codec = &kMxfp8Codec,
 };
 
+// MXFP4 weight-only (OCP MX): E2M1 values in blocks of 32 sharing a power-of-two (E8M0) scale, the
+// smallest 2^e >= amax / 6. TensorRT has no dynamic MXFP4 quantizer, so activations stay float.
+const QuantFormat kMxfp4 = {
+    .name = "mxfp4",
+    .storage_type = onnx::TensorProto_DataType_FLOAT4E2M1,
+    .zero_point_storage_type = 0,
+    .min_opset = 24,       // FLOAT8E8M0 scales, as mxfp8
+    .min_ir_version = 11,  // FLOAT4E2M1, FLOAT8E8M0 element types
+    .values_per_byte = 2,
+    .qmin = -kFloat4E2M1Max,
+    .qmax = kFloat4E2M1Max,
+    .grid = {.qmax = kFloat4E2M1Max, .nearest = NearestFloat4E2M1},
+    .quantize = Fp4Bits,
+    .dequantize = Fp4Value,
+    .placement = {.weight_only = true},
+    .block_codec = &kMxfp4Codec,
+};
+
 constexpr BlockCodec kInt8WeightCodec = {.element = BlockElement::kInt8,
                                          .scale_code = BlockScaleCode::kFloat,
                                          .element_max = kInt8QuantMax,
@@ -165,7 +189,7 @@ const QuantFormat kInt8WeightOnly = {
 const QuantFormat& Int8WeightOnlyFormat() { return kInt8WeightOnly; }
 
 const std::vector<const QuantFormat*>& AllFormats() {
-  static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4, &kNvfp4, &kMxfp8};
+  static const std::vector<const QuantFormat*> kAll = {&kInt8, &kFp8, &kInt4, &kNvfp4, &kMxfp8, &kMxfp4};
   return kAll;
 }
 

@@ -145,3 +145,11 @@ def test_modes_that_cannot_take_it_are_refused(flags, message, cli, mlp, tmp_pat
     r = cli.run("quantize", "--onnx_path", mlp, "--output_path", out, "--quantize_activations", *flags)
     assert r.returncode != 0 and message in r.error_line(), r.stderr
     assert not out.exists()
+
+
+def test_mxfp4_activations_are_refused_naming_the_formats_that_take_them(cli, mlp, tmp_path):
+    out = tmp_path / "x.onnx"
+    r = cli.run("quantize", "--onnx_path", mlp, "--output_path", out, "--quantize_mode", "mxfp4",
+                "--quantize_activations")
+    assert r.returncode != 0 and "applies to --quantize_mode nvfp4 and mxfp8" in r.error_line(), r.stderr
+    assert "mxfp4 is weight-only" in r.error_line() and not out.exists()

@@ -1,4 +1,7 @@
-"""NVFP4 and MXFP8 weight-only quantization (`--quantize_mode nvfp4|mxfp8`), end to end.
+"""NVFP4, MXFP8 and MXFP4 weight-only quantization (`--quantize_mode nvfp4|mxfp8|mxfp4`), end to end.
+
+MXFP4 (OCP MX: E2M1 values in blocks of 32 sharing an E8M0 scale) is one row of the format table
+(src/quant/formats.cc): its test is the parametrization below.
 
 Checked independently of ptqkit (numpy + ml_dtypes casts, onnx, onnxruntime):
   - `--target_runtime trt` writes the standard types: nvfp4 as packed FLOAT4E2M1 values whose block
@@ -29,7 +32,7 @@ import models
 import qdq
 from test_int4 import mlp, mlp_calib, mlp_data, softmax_kl  # noqa: F401 (fixtures: the int4 tests' MLP)
 
-BLOCK = {"nvfp4": 16, "mxfp8": 32}
+BLOCK = {"nvfp4": 16, "mxfp8": 32, "mxfp4": 32}
 
 
 def quantize(cli, mode, model, out, *flags):
@@ -75,10 +78,13 @@ def rtn_reference(mode, w, axis):
         scale = (code * g).astype(np.float32)
         values = (wm / expand(scale, bs, k)).astype(np.float32)
         q = np.clip(values, -6, 6).astype(ml_dtypes.float4_e2m1fn).astype(np.float32)
-    else:
+    elif mode == "mxfp8":
         e = np.ceil(np.log2(amax / np.float32(448)))  # the smallest 2^e >= amax / 448
         scale = np.exp2(e).astype(np.float32)
         q = e4m3(wm / expand(scale, bs, k))
+    else:  # mxfp4: the smallest 2^e >= amax / 6, E2M1 values
+        scale = np.exp2(np.ceil(np.log2(amax / np.float32(6)))).astype(np.float32)
+        q = np.clip(wm / expand(scale, bs, k), -6, 6).astype(ml_dtypes.float4_e2m1fn).astype(np.float32)
     deq = (q * expand(scale, bs, k)).astype(np.float32)
     return np.moveaxis(deq, 0, axis), scale
 
@@ -108,7 +114,7 @@ def dequantized(dq, g):
     return (values * rep).astype(np.float32), attrs
 
 
-@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8", "mxfp4"])
 def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
     trt, ort_form = tmp_path / "trt.onnx", tmp_path / "ort.onnx"
     quantize(cli, mode, mlp, trt, "--calibration_method", "rtn")
@@ -119,7 +125,7 @@ def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
     onnx.checker.check_model(m_ort, full_check=True)
     assert qdq.opset(m_trt) == (23 if mode == "nvfp4" else 24) and m_trt.ir_version >= 11
     assert qdq.opset(m_ort) == 21
-    want_type = {"nvfp4": TensorProto.FLOAT4E2M1, "mxfp8": TensorProto.FLOAT8E4M3FN}[mode]
+    want_type = {"nvfp4": TensorProto.FLOAT4E2M1, "mxfp8": TensorProto.FLOAT8E4M3FN, "mxfp4": TensorProto.FLOAT4E2M1}[mode]
     dq_trt, g_trt = weight_dqs(trt)
     dq_ort, g_ort = weight_dqs(ort_form)
     for node, axis in (("/fc1/Gemm", 1), ("/head/MatMul", 0)):  # Gemm transB: K is axis 1
@@ -127,9 +133,9 @@ def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
         dq = dq_trt[node]
         init = {t.name: t for t in m_trt.graph.initializer}[dq.input[0]]
         assert init.data_type == want_type
-        if mode == "nvfp4":
+        if want_type == TensorProto.FLOAT4E2M1:
             assert len(init.raw_data) == (w.size + 1) // 2, "FLOAT4E2M1 not packed two per byte"
-        else:
+        if mode != "nvfp4":
             scale_init = {t.name: t for t in m_trt.graph.initializer}[dq.input[1]]
             assert scale_init.data_type == TensorProto.FLOAT8E8M0
         deq_trt, attrs = dequantized(dq, g_trt)
@@ -139,7 +145,7 @@ def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
         deq_ort, _ = dequantized(dq_ort[node], g_ort)
         np.testing.assert_array_equal(deq_ort, deq_trt, err_msg=f"{mode} {node}: ort_cpu form differs")
         rel = np.abs(deq_trt - w).max() / np.abs(w).max()
-        assert rel < (0.17 if mode == "nvfp4" else 0.07), rel
+        assert rel < {"nvfp4": 0.17, "mxfp8": 0.07, "mxfp4": 0.34}[mode], rel
     # ONNX Runtime runs the ort_cpu file; ONNX's reference evaluator runs the standard one: same outputs.
     x = mlp_data(16, models.EVAL_SEED)[0]
     got_ort = run_basic(ort_form, x)

@@ -308,7 +308,7 @@ def test_bad_int4_options(flags, message, cli, transformer, tmp_path):
 def test_int4_methods_are_refused_in_int8(cli, transformer, tmp_path):
     out = tmp_path / "bad.onnx"
     r = cli.run("quantize", "--onnx_path", transformer, "--output_path", out, "--calibration_method", "awq_clip")
-    assert r.returncode != 0 and "applies to the weight-only modes (int4, nvfp4, mxfp8) only" in r.error_line()
+    assert r.returncode != 0 and "applies to the weight-only modes (int4, nvfp4, mxfp8, mxfp4) only" in r.error_line()
     assert not out.exists()
 
 

@@ -14,13 +14,13 @@ namespace {
 
 TEST(Formats, FindsEveryRowByNameAndRefusesOthersNamingTheOption) {
   for (const QuantFormat* f : AllFormats()) EXPECT_EQ(&FindFormat(f->name, "--quantize_mode"), f);
-  EXPECT_EQ(FormatNames(), "int8, fp8, int4, nvfp4 or mxfp8");
+  EXPECT_EQ(FormatNames(), "int8, fp8, int4, nvfp4, mxfp8 or mxfp4");
   EXPECT_EQ(FormatNames(true), "int8 or fp8");
   try {
     FindFormat("int3", "--quantize_mode");
     FAIL() << "int3 accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "unknown --quantize_mode 'int3' (expected int8, fp8, int4, nvfp4 or mxfp8)");
+    EXPECT_STREQ(e.what(), "unknown --quantize_mode 'int3' (expected int8, fp8, int4, nvfp4, mxfp8 or mxfp4)");
   }
   // A weight-only format is no sensitivity target.
   EXPECT_THROW(FindFormat("int4", "--target_precision", /*activations_only=*/true), Error);
