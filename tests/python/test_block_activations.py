@@ -153,3 +153,47 @@ def test_mxfp4_activations_are_refused_naming_the_formats_that_take_them(cli, ml
                 "--quantize_activations")
     assert r.returncode != 0 and "applies to --quantize_mode nvfp4 and mxfp8" in r.error_line(), r.stderr
     assert "mxfp4 is weight-only" in r.error_line() and not out.exists()
+
+
+def shared_input_model(path):
+    """x [batch, 5, 64] read by two MatMuls (as Q and K projections share a layer's input)."""
+    rng = np.random.default_rng(5)
+    wq = onnx.numpy_helper.from_array((rng.standard_normal((64, 32)) / 8).astype(np.float32), "wq")
+    wk = onnx.numpy_helper.from_array((rng.standard_normal((64, 32)) / 8).astype(np.float32), "wk")
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
+             helper.make_node("MatMul", ["x", "wk"], ["k"], name="k_proj"),
+             helper.make_node("Add", ["q", "k"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [None, 5, 64])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [None, 5, 64 // 2])], [wq, wk])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+def test_an_activation_read_by_two_matmuls_gets_one_chain(mode, cli, tmp_path):
+    src, calib = tmp_path / "shared.onnx", tmp_path / "calib.npy"
+    shared_input_model(src)
+    rng = np.random.default_rng(6)
+    np.save(calib, (rng.standard_normal((24, 5, 64)) * np.linspace(0.1, 4, 64)).astype(np.float32))
+    trt, ort_file = tmp_path / "trt.onnx", tmp_path / "ort.onnx"
+    reports = {name: tmp_path / f"{name}.json" for name in ("trt", "ort")}
+    quantize(cli, mode, src, calib, trt, "--report_json", reports["trt"])
+    quantize(cli, mode, src, calib, ort_file, "--target_runtime", "ort_cpu", "--report_json", reports["ort"])
+    m = onnx.load(trt)
+    chains = [n for n in m.graph.node if n.domain == "trt" and n.op_type.endswith("DynamicQuantize")]
+    assert len(chains) == 1 and chains[0].input[0] == "x"
+    o = onnx.load(ort_file)
+    reads = {node(o, name).input[0] for name in ("q_proj", "k_proj")}
+    assert len(reads) == 1 and reads != {"x"}
+    losses = [json.loads(reports[name].read_text())["loss"]["outputs"][0] for name in ("trt", "ort")]
+    assert losses[0]["cosine_mean"] == losses[1]["cosine_mean"] < 1.0
+    global_scale = None
+    if mode == "nvfp4":
+        global_scale = onnx.numpy_helper.to_array(next(i for i in m.graph.initializer if i.name == chains[0].input[1]))
+    x = (rng.standard_normal((3, 5, 64)) * np.linspace(0.1, 4, 64)).astype(np.float32)
+    (quantized,) = reads
+    for level in LEVELS:
+        got = run_with_outputs(ort_file, x, [quantized], level)[quantized]
+        want = fake_quantize(mode, x.reshape(-1, 64), global_scale).reshape(x.shape)
+        assert np.array_equal(got, want), (mode, level)
