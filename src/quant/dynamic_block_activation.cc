@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -82,7 +83,7 @@ std::string PowerOfTwoAtLeast(Chain& c, const std::string& r) {
 }
 
 // The ort form of x's fake-quantized copy, written to `output`.
-void EmulatedChain(Chain& c, const QuantFormat& format, const std::string& x, float global, const std::string& output) {
+void WriteOrtChain(Chain& c, const QuantFormat& format, const std::string& x, float global, const std::string& output) {
   const int64_t block = format.block_codec->fixed_block_size;
   const std::string shape = c.Node("Shape", {x});
   const std::string blocks = c.Node("Reshape", {x, c.Int64s({-1, block})});
@@ -105,7 +106,7 @@ void EmulatedChain(Chain& c, const QuantFormat& format, const std::string& x, fl
 }
 
 // TensorRT's chain: its dynamic quantizer and the dequantization that follows; returns its output.
-std::string TrtChain(Chain& c, const QuantFormat& format, const std::string& x, float global) {
+std::string WriteTrtChain(Chain& c, const QuantFormat& format, const std::string& x, float global) {
   GraphEditor& editor = *c.editor();
   const BlockCodec& codec = *format.block_codec;
   const int64_t block = codec.fixed_block_size;
@@ -161,15 +162,74 @@ void RemoveNodes(onnx::GraphProto* graph, const std::set<std::string>& names) {
   nodes->DeleteSubrange(kept, nodes->size() - kept);
 }
 
+// One trt-form chain as written by WriteTrtChain: what the ort form needs to replace it.
+struct TrtChain {
+  const QuantFormat* format = nullptr;
+  std::string input;                // the activation quantized
+  std::string output;               // the final dequantizer's output, which the consumers read
+  float global = 1.0f;              // nvfp4's global scale
+  std::string global_name;          // nvfp4: its initializer
+  std::vector<std::string> nodes;   // the chain's node names
+};
+
+// Finds the trt chain that starts at a node: the dynamic quantizer, (nvfp4) the block scales'
+// DequantizeLinear and the values' dequantizer, each the only reader of what it reads.
+class TrtChainFinder {
+ public:
+  explicit TrtChainFinder(const onnx::GraphProto& graph) : graph_(graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      if (graph.node(i).input_size() > 0) readers_[graph.node(i).input(0)].push_back(i);
+    }
+    for (const auto& t : graph.initializer()) initializers_[t.name()] = &t;
+  }
+
+  std::optional<TrtChain> operator()(int index) const {
+    const onnx::NodeProto& n = graph_.node(index);
+    TrtChain chain;
+    chain.format = TrtDynamicQuantizeFormat(n);
+    if (chain.format == nullptr) return std::nullopt;
+    const bool fp4 = chain.format->block_codec->element == BlockElement::kE2M1;
+    if (n.output_size() != 2 || (fp4 && n.input_size() != 2)) {
+      throw Error("internal: TensorRT dynamic quantizer '" + n.name() + "' has an unexpected form");
+    }
+    chain.input = n.input(0);
+    chain.nodes = {n.name(), OnlyReader(n.output(0)).name()};
+    chain.output = OnlyReader(n.output(0)).output(0);
+    if (fp4) {
+      auto it = initializers_.find(n.input(1));
+      if (it == initializers_.end()) {
+        throw Error("internal: nvfp4 global scale '" + n.input(1) + "' is not an initializer");
+      }
+      chain.global = TensorToFloats(*it->second).at(0);
+      chain.global_name = n.input(1);
+      chain.nodes.push_back(OnlyReader(n.output(1)).name());  // the block scales' DequantizeLinear
+    }
+    return chain;
+  }
+
+ private:
+  const onnx::NodeProto& OnlyReader(const std::string& tensor) const {
+    auto it = readers_.find(tensor);
+    if (it == readers_.end() || it->second.size() != 1) {
+      throw Error("internal: a TensorRT dynamic quantizer's output '" + tensor + "' is not read by one dequantizer");
+    }
+    return graph_.node(it->second.front());
+  }
+
+  const onnx::GraphProto& graph_;
+  std::map<std::string, std::vector<int>> readers_;  // tensor -> nodes reading it as input 0
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+};
+
 }  // namespace
 
 std::string AddDynamicBlockQdq(GraphEditor* editor, const QuantFormat& format, const std::string& x, float amax,
                                int before, bool trt_form) {
   Chain c(editor, x + "_" + std::string(format.name), before);
   const float global = Nvfp4GlobalScale(amax, false);
-  if (trt_form) return TrtChain(c, format, x, global);
+  if (trt_form) return WriteTrtChain(c, format, x, global);
   const std::string output = editor->Fresh(x + "_DequantizeLinear_Output");
-  EmulatedChain(c, format, x, global, output);
+  WriteOrtChain(c, format, x, global, output);
   return output;
 }
 
@@ -182,45 +242,17 @@ bool HasTrtDynamicQuantize(const onnx::GraphProto& graph) {
 
 void EmulateTrtDynamicQuantize(onnx::ModelProto* model) {
   onnx::GraphProto* graph = model->mutable_graph();
-  std::map<std::string, std::vector<int>> readers;  // tensor -> nodes reading it as input 0
-  std::map<std::string, const onnx::TensorProto*> initializers;
-  for (int i = 0; i < graph->node_size(); ++i) {
-    if (graph->node(i).input_size() > 0) readers[graph->node(i).input(0)].push_back(i);
-  }
-  for (const auto& t : graph->initializer()) initializers[t.name()] = &t;
+  const TrtChainFinder find(*graph);
   GraphEditor editor(graph);
   std::set<std::string> replaced;  // names of the trt chains' nodes
   std::set<std::string> globals;
   for (int i = 0; i < graph->node_size(); ++i) {
-    const onnx::NodeProto& n = graph->node(i);
-    const QuantFormat* format = TrtDynamicQuantizeFormat(n);
-    if (format == nullptr) continue;
-    const bool fp4 = format->block_codec->element == BlockElement::kE2M1;
-    const auto only_reader = [&](const std::string& tensor) -> const onnx::NodeProto& {
-      auto it = readers.find(tensor);
-      if (it == readers.end() || it->second.size() != 1) {
-        throw Error("internal: a TensorRT dynamic quantizer's output '" + tensor + "' is not read by one dequantizer");
-      }
-      return graph->node(it->second.front());
-    };
-    if (n.output_size() != 2 || (fp4 && n.input_size() != 2)) {
-      throw Error("internal: TensorRT dynamic quantizer '" + n.name() + "' has an unexpected form");
-    }
-    const onnx::NodeProto& dequantize = only_reader(n.output(0));
-    float global = 1.0f;
-    if (fp4) {
-      auto it = initializers.find(n.input(1));
-      if (it == initializers.end()) {
-        throw Error("internal: nvfp4 global scale '" + n.input(1) + "' is not an initializer");
-      }
-      global = TensorToFloats(*it->second).at(0);
-      globals.insert(n.input(1));
-      replaced.insert(only_reader(n.output(1)).name());  // the block scales' DequantizeLinear
-    }
-    replaced.insert(n.name());
-    replaced.insert(dequantize.name());
-    Chain c(&editor, n.input(0) + "_" + std::string(format->name), i);
-    EmulatedChain(c, *format, n.input(0), global, dequantize.output(0));
+    const std::optional<TrtChain> chain = find(i);
+    if (!chain) continue;
+    replaced.insert(chain->nodes.begin(), chain->nodes.end());
+    if (!chain->global_name.empty()) globals.insert(chain->global_name);
+    Chain c(&editor, chain->input + "_" + std::string(chain->format->name), i);
+    WriteOrtChain(c, *chain->format, chain->input, chain->global, chain->output);
   }
   if (replaced.empty()) return;
   editor.Splice();

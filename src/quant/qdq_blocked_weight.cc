@@ -68,6 +68,38 @@ void BlockedWeightWriter::ReleaseIfOnlyPlannedReads(const std::string& name, con
   }
 }
 
+const BlockedWeight& BlockedWeightWriter::Quantized(const QuantizedTensor& target, const QuantFormat& format,
+                                                    bool high, BlockedWeight* computed) {
+  const std::string& name = target.tensor;
+  const onnx::TensorProto& w = *index_->Constant(name);
+  const std::vector<int64_t> shape = TensorShape(w);
+  const std::string key = fmt::format("{}\n{}\n{}", format.name, name, target.block_axis);
+  if (options_.cache != nullptr) {
+    auto it = options_.cache->find(key);
+    if (it != options_.cache->end()) return it->second;
+  }
+  const BlockedWeightSearch search = SearchFor(format, w.data_type() == onnx::TensorProto::FLOAT16, high);
+  const std::vector<float> values = TensorToFloats(w);
+  if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
+    log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
+  }
+  const BlockedLayout layout = MakeBlockedLayout(shape, target.block_axis, search.block_size);
+  const std::optional<BlockGram> gram = high ? std::nullopt : UsesGram(options_, *index_, target, layout);
+  *computed = QuantizeBlockedWeight(values, shape, target.block_axis, gram ? &*gram : nullptr, search);
+  if (options_.cache == nullptr) return *computed;
+  return options_.cache->emplace(key, std::move(*computed)).first->second;
+}
+
+BlockedWeightSearch BlockedWeightWriter::SearchFor(const QuantFormat& format, bool half, bool high) const {
+  BlockedWeightSearch search = options_.weight;
+  search.half_scales = half;
+  search.codec = format.block_codec;
+  if (search.codec->fixed_block_size != 0) search.block_size = search.codec->fixed_block_size;
+  search.zero_point = search.zero_point && search.codec->zero_points;  // --use_zero_point is int4's
+  if (high) search.awq_lite = false;  // round to nearest: the Grams describe the main format's blocks
+  return search;
+}
+
 std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
   const std::string& name = target.tensor;
   const int axis = target.block_axis;
@@ -76,31 +108,11 @@ std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
   const std::vector<int64_t> shape = TensorShape(w);
   const bool high = options_.high_format != nullptr && options_.high_weights.count(name) > 0;
   const QuantFormat& format = high ? *options_.high_format : format_;
-  BlockedWeightSearch wo = options_.weight;
-  wo.half_scales = half;
-  wo.codec = format.block_codec;
-  if (wo.codec->fixed_block_size != 0) wo.block_size = wo.codec->fixed_block_size;
-  const bool zero_point = wo.zero_point && wo.codec->zero_points;  // --use_zero_point is int4's
-  wo.zero_point = zero_point;
-  if (high) wo.awq_lite = false;  // round to nearest: the Grams describe the main format's blocks
-  const BlockedLayout layout = MakeBlockedLayout(shape, axis, wo.block_size);
-  const std::string key = fmt::format("{}\n{}\n{}", format.name, name, axis);
-  const BlockedWeight* cached = nullptr;
-  if (options_.cache != nullptr) {
-    auto it = options_.cache->find(key);
-    if (it != options_.cache->end()) cached = &it->second;
-  }
+  const BlockedWeightSearch search = SearchFor(format, half, high);
+  const bool zero_point = search.zero_point;
+  const BlockedLayout layout = MakeBlockedLayout(shape, axis, search.block_size);
   BlockedWeight computed;
-  if (cached == nullptr) {
-    const std::vector<float> values = TensorToFloats(w);
-    if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
-      log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
-    }
-    const std::optional<BlockGram> gram = high ? std::nullopt : UsesGram(options_, *index_, target, layout);
-    computed = QuantizeBlockedWeight(values, shape, axis, gram ? &*gram : nullptr, wo);
-    if (options_.cache != nullptr) cached = &options_.cache->emplace(key, std::move(computed)).first->second;
-  }
-  const BlockedWeight& q = cached != nullptr ? *cached : computed;
+  const BlockedWeight& q = Quantized(target, format, high, &computed);
   stats_->qdq_pairs += 1;
   stats_->weight_tensors += 1;
   stats_->blocked_nodes += static_cast<int>(target.uses.size());
