@@ -110,23 +110,29 @@ const QuantFormat kInt4 = {
     .block_codec = &kInt4Codec,
 };
 
+// A weight-only row whose values are FLOAT4E2M1 (nvfp4, mxfp4): the block codec says how blocks
+// are scaled; `min_opset` is what the scales' type needs (FLOAT4E2M1 itself: 23).
+constexpr QuantFormat E2M1WeightOnly(std::string_view name, int64_t min_opset, const BlockCodec* codec) {
+  return {
+      .name = name,
+      .storage_type = onnx::TensorProto_DataType_FLOAT4E2M1,
+      .zero_point_storage_type = 0,
+      .min_opset = min_opset,
+      .min_ir_version = 11,  // FLOAT4E2M1 element type
+      .values_per_byte = 2,
+      .qmin = -kFloat4E2M1Max,
+      .qmax = kFloat4E2M1Max,
+      .grid = {.qmax = kFloat4E2M1Max, .nearest = NearestFloat4E2M1},
+      .quantize = Fp4Bits,
+      .dequantize = Fp4Value,
+      .placement = {.weight_only = true},
+      .block_codec = codec,
+  };
+}
+
 // NVFP4 weight-only: E2M1 values in blocks of 16, E4M3 block scales times a float scale per
 // tensor, as the two-level DequantizeLinear TensorRT reads (block_codec.h).
-const QuantFormat kNvfp4 = {
-    .name = "nvfp4",
-    .storage_type = onnx::TensorProto_DataType_FLOAT4E2M1,
-    .zero_point_storage_type = 0,
-    .min_opset = 23,       // FLOAT4E2M1 in DequantizeLinear
-    .min_ir_version = 11,  // FLOAT4E2M1 element type
-    .values_per_byte = 2,
-    .qmin = -kFloat4E2M1Max,
-    .qmax = kFloat4E2M1Max,
-    .grid = {.qmax = kFloat4E2M1Max, .nearest = NearestFloat4E2M1},
-    .quantize = Fp4Bits,
-    .dequantize = Fp4Value,
-    .placement = {.weight_only = true},
-    .block_codec = &kNvfp4Codec,
-};
+constexpr QuantFormat kNvfp4 = E2M1WeightOnly("nvfp4", 23, &kNvfp4Codec);
 
 // MXFP8 weight-only: E4M3 values in blocks of 32 sharing a power-of-two (E8M0) scale.
 const QuantFormat kMxfp8 = {
@@ -147,21 +153,7 @@ const QuantFormat kMxfp8 = {
 
 // MXFP4 weight-only (OCP MX): E2M1 values in blocks of 32 sharing a power-of-two (E8M0) scale, the
 // smallest 2^e >= amax / 6. TensorRT has no dynamic MXFP4 quantizer, so activations stay float.
-const QuantFormat kMxfp4 = {
-    .name = "mxfp4",
-    .storage_type = onnx::TensorProto_DataType_FLOAT4E2M1,
-    .zero_point_storage_type = 0,
-    .min_opset = 24,       // FLOAT8E8M0 scales, as mxfp8
-    .min_ir_version = 11,  // FLOAT4E2M1, FLOAT8E8M0 element types
-    .values_per_byte = 2,
-    .qmin = -kFloat4E2M1Max,
-    .qmax = kFloat4E2M1Max,
-    .grid = {.qmax = kFloat4E2M1Max, .nearest = NearestFloat4E2M1},
-    .quantize = Fp4Bits,
-    .dequantize = Fp4Value,
-    .placement = {.weight_only = true},
-    .block_codec = &kMxfp4Codec,
-};
+constexpr QuantFormat kMxfp4 = E2M1WeightOnly("mxfp4", 24, &kMxfp4Codec);  // FLOAT8E8M0 scales: opset 24
 
 constexpr BlockCodec kInt8WeightCodec = {.element = BlockElement::kInt8,
                                          .scale_code = BlockScaleCode::kFloat,
