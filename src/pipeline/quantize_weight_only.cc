@@ -17,6 +17,7 @@
 #include "onnx/onnx_library.h"
 #include "accuracy/output_agreement.h"
 #include "pipeline/canonical_check.h"
+#include "pipeline/gram_capture.h"
 #include "pipeline/candidate_models.h"
 #include "pipeline/loss_measurement.h"
 #include "pipeline/mixed_precision_search.h"
@@ -52,7 +53,7 @@ int64_t BlockSize(const QuantizeOptions& o, const BlockCodec& codec) {
   return codec.fixed_block_size > 0 ? codec.fixed_block_size : o.block_size;
 }
 
-void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
+void CheckWeightOnlyOptions(const QuantizeOptions& o, const QuantFormat& format) {
   const BlockCodec& codec = *format.block_codec;
   if (codec.fixed_block_size > 0 && o.block_size != QuantizeOptions().block_size &&
       o.block_size != codec.fixed_block_size) {
@@ -86,10 +87,11 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
   if (o.quantize_activations && codec.trt_dynamic_quantize == nullptr) {
     std::vector<std::string_view> with_activations;
     for (const QuantFormat* f : AllFormats()) {
-      if (f->block_codec != nullptr && f->block_codec->trt_dynamic_quantize != nullptr) with_activations.push_back(f->name);
+      const BlockCodec* c = f->block_codec;
+      if (c != nullptr && c->trt_dynamic_quantize != nullptr) with_activations.push_back(f->name);
     }
-    throw Error(fmt::format("--quantize_activations applies to --quantize_mode {} (TensorRT quantizes their activations "
-                            "in blocks at run time); {} is weight-only",
+    throw Error(fmt::format("--quantize_activations applies to --quantize_mode {} (TensorRT quantizes their "
+                            "activations in blocks at run time); {} is weight-only",
                             fmt::join(with_activations, " and "), format.name));
   }
   if (o.quantize_activations && o.high_precision_dtype != "fp32") {
@@ -101,111 +103,6 @@ void CheckInt4Options(const QuantizeOptions& o, const QuantFormat& format) {
     log::Info("--dq_only: {} weights are always stored quantized with DequantizeLinear only", format.name);
   }
 }
-
-// Gram matrices of every target's activation, filled by one pass of ONNX Runtime over the data.
-class GramCapture {
- public:
-  // `grams`: the planned weights' activations get Grams (awq_clip, awq_lite); dynamic-block
-  // activations always get their absolute maximum (nvfp4's global scale).
-  GramCapture(const onnx::ModelProto& model, const GraphIndex& index, const Placement& plan, int64_t block_size,
-              bool grams) {
-    for (const auto& q : plan.tensors) {
-      if (q.dynamic_blocks) {
-        amax_.emplace(q.tensor, 0.0f);
-        Observe(index, q.tensor);
-        continue;
-      }
-      if (!grams) continue;
-      const BlockedLayout layout = MakeBlockedLayout(TensorShape(*index.Constant(q.tensor)), q.block_axis, block_size);
-      for (const auto& use : q.uses) {
-        const std::string& activation = index.node(use.node).input(0);
-        if (grams_.count(activation)) continue;
-        grams_.emplace(activation, BlockGram(layout.k, layout.block));
-        Observe(index, activation);
-      }
-    }
-    model_ = &model;
-  }
-
-  // Runs the batches; returns the number of samples seen.
-  int64_t Run(const CalibrationData& data, const RuntimeOptions& runtime, const std::function<void(int64_t, int64_t)>& progress,
-              std::vector<std::string>* providers) {
-    for (const auto& [name, c] : constants_) AddConstant(name, *c);
-    InferenceSession session(onnxio::MakeSessionModel(*model_, from_outputs_), runtime);
-    *providers = session.providers();
-    std::vector<std::string> run_outputs = from_outputs_;
-    if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still runs the model once
-    for (int64_t b = 0; b < data.num_batches; ++b) {
-      const Batch batch = data.set.ReadBatch(b, data.batch_size);
-      for (const auto& t : from_inputs_) {
-        const HostTensor& in = batch.at(t);
-        Add(t, in.dtype, in.shape, in.bytes.data(), in.NumElements());
-      }
-      session.Run(batch, run_outputs, [&](const OutputView& v) {
-        if (observed_.count(v.name)) Add(v.name, v.dtype, v.shape, v.data, v.num_elements);
-      });
-      if (progress) progress(b + 1, data.num_batches);
-    }
-    return std::min(data.set.num_samples(), data.num_batches * data.batch_size);
-  }
-
-  const std::map<std::string, BlockGram>& grams() const { return grams_; }
-  const std::map<std::string, float>& amax() const { return amax_; }
-
- private:
-  // Reads `tensor` from where it is: a constant now, a graph input from the batches, any other
-  // tensor as an extra output of the run. Once per tensor.
-  void Observe(const GraphIndex& index, const std::string& tensor) {
-    if (!observed_.insert(tensor).second) return;
-    if (const onnx::TensorProto* c = index.Constant(tensor)) {
-      constants_.emplace_back(tensor, c);
-    } else if (index.IsGraphInput(tensor)) {
-      from_inputs_.push_back(tensor);
-    } else {
-      from_outputs_.push_back(tensor);
-    }
-  }
-
-  void AddConstant(const std::string& name, const onnx::TensorProto& c) {
-    const std::vector<float> v = TensorToFloats(c);
-    Add(name, DataType::kFloat, TensorShape(c), v.data(), static_cast<int64_t>(v.size()));
-  }
-
-  // Rows = every element but the last axis, which must be K (MatMul A[..., K], Gemm A[M, K]).
-  void Add(const std::string& name, DataType dtype, const std::vector<int64_t>& shape, const void* data, int64_t count) {
-    auto gram = grams_.find(name);
-    if (dtype != DataType::kFloat && dtype != DataType::kFloat16) {
-      throw Error(fmt::format("activation '{}' of a quantized MatMul/Gemm is {}, not a float tensor", name,
-                              DataTypeName(dtype)));
-    }
-    if (gram != grams_.end() && (shape.empty() || shape.back() != gram->second.k())) {
-      throw Error(fmt::format("activation '{}' has shape {} at run time; its MatMul/Gemm weight needs a last "
-                              "dimension of {}",
-                              name, ShapeToString(shape), gram->second.k()));
-    }
-    const float* x = static_cast<const float*>(data);
-    if (dtype == DataType::kFloat16) {
-      scratch_.resize(static_cast<size_t>(count));
-      const auto* h = static_cast<const uint16_t*>(data);
-      for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] = HalfToFloat(h[i]);
-      x = scratch_.data();
-    }
-    if (gram != grams_.end()) gram->second.AddRows(x, count / gram->second.k());
-    if (auto a = amax_.find(name); a != amax_.end()) {
-      for (int64_t i = 0; i < count; ++i) {
-        if (std::isfinite(x[i])) a->second = std::max(a->second, std::abs(x[i]));
-      }
-    }
-  }
-
-  const onnx::ModelProto* model_ = nullptr;
-  std::map<std::string, BlockGram> grams_;
-  std::map<std::string, float> amax_;  // dynamic-block activations: largest finite |x| seen
-  std::set<std::string> observed_;
-  std::vector<std::pair<std::string, const onnx::TensorProto*>> constants_;
-  std::vector<std::string> from_inputs_, from_outputs_;
-  std::vector<float> scratch_;
-};
 
 [[noreturn]] void NoTargets(const std::string& path, const QuantFormat& format, const GraphIndex& index,
                             const Placement& plan) {
@@ -464,7 +361,7 @@ bool IsWeightOnlyCalibrationMethod(const std::string& m) {
 QuantizeReport QuantizeWeightOnly(const QuantizeOptions& o, const QuantFormat& format, QuantizeReport report,
                             Clock::time_point start) {
   const std::string method = ResolveMethod(o, *format.block_codec);
-  CheckInt4Options(o, format);
+  CheckWeightOnlyOptions(o, format);
   report.calibration_method = method;
   const OutputForm form = OutputFormFor(o, format);
   PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));

@@ -6,7 +6,7 @@
 // differs is what calibration measures (block Gram matrices, not ranges) and what the budget
 // chooses (INT8 weights, not float nodes).
 //
-// Steps: load and upgrade the model to the opset the output needs (blocked DequantizeLinear: 21;
+// Steps (the calibration pass is pipeline/gram_capture.h): load and upgrade the model to the opset the output needs (blocked DequantizeLinear: 21;
 // nvfp4's FLOAT4E2M1: 23; mxfp8's E8M0 scales: 24; 21 for the ONNX Runtime containers); plan;
 // with calibration data, hold out samples for the loss report, then for awq_clip and awq_lite one
 // streaming pass of ONNX Runtime over the other samples that folds every planned weight's

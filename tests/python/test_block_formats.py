@@ -125,7 +125,8 @@ def test_rtn_matches_numpy_and_both_forms_agree(mode, cli, mlp, tmp_path):
     onnx.checker.check_model(m_ort, full_check=True)
     assert qdq.opset(m_trt) == (23 if mode == "nvfp4" else 24) and m_trt.ir_version >= 11
     assert qdq.opset(m_ort) == 21
-    want_type = {"nvfp4": TensorProto.FLOAT4E2M1, "mxfp8": TensorProto.FLOAT8E4M3FN, "mxfp4": TensorProto.FLOAT4E2M1}[mode]
+    want_type = {"nvfp4": TensorProto.FLOAT4E2M1, "mxfp8": TensorProto.FLOAT8E4M3FN,
+                 "mxfp4": TensorProto.FLOAT4E2M1}[mode]
     dq_trt, g_trt = weight_dqs(trt)
     dq_ort, g_ort = weight_dqs(ort_form)
     for node, axis in (("/fc1/Gemm", 1), ("/head/MatMul", 0)):  # Gemm transB: K is axis 1
