@@ -6,7 +6,7 @@
 // differs is what calibration measures (block Gram matrices, not ranges) and what the budget
 // chooses (INT8 weights, not float nodes).
 //
-// Steps (the calibration pass is pipeline/gram_capture.h): load and upgrade the model to the opset the output needs (blocked DequantizeLinear: 21;
+// Steps: load and upgrade the model to the opset the output needs (blocked DequantizeLinear: 21;
 // nvfp4's FLOAT4E2M1: 23; mxfp8's E8M0 scales: 24; 21 for the ONNX Runtime containers); plan;
 // with calibration data, hold out samples for the loss report, then for awq_clip and awq_lite one
 // streaming pass of ONNX Runtime over the other samples that folds every planned weight's
@@ -16,6 +16,7 @@
 // samples; with --mixed_precision and --accuracy_budget, choose the INT8 weights
 // (pipeline/mixed_precision_search.h); quantize each weight once; rewrite; stage the file, measure
 // the loss, commit. `rtn` reads data only for the loss report (and nvfp4's activation ranges).
+// The calibration pass is pipeline/gram_capture.h.
 // Called by Quantize(); same error contract (ptqkit::Error, nothing written on failure).
 #pragma once
 
