@@ -58,6 +58,12 @@ std::vector<int64_t> TensorShape(const onnx::TensorProto& tensor) {
   return {tensor.dims().begin(), tensor.dims().end()};
 }
 
+int64_t ElementCount(const onnx::TensorProto& tensor) {
+  int64_t n = 1;
+  for (int64_t d : tensor.dims()) n *= d;
+  return n;
+}
+
 std::vector<float> TensorToFloats(const onnx::TensorProto& t) {
   int64_t count = 1;
   for (auto d : t.dims()) count *= d;

@@ -57,6 +57,8 @@ class GraphIndex {
 
 // Shape of a constant tensor as int64 dims.
 std::vector<int64_t> TensorShape(const onnx::TensorProto& tensor);
+// Number of elements of a constant tensor (the product of its dims; 1 for a scalar).
+int64_t ElementCount(const onnx::TensorProto& tensor);
 // Values of a FLOAT / FLOAT16 / DOUBLE constant as float32. Throws ptqkit::Error for other types.
 std::vector<float> TensorToFloats(const onnx::TensorProto& tensor);
 // Integer attribute `name` of `node`, or `fallback` when absent.

@@ -95,10 +95,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
   if (!format.placement.weight_only && !o.calibration_method.empty() &&
       IsWeightOnlyCalibrationMethod(o.calibration_method)) {
-    std::vector<std::string_view> weight_only;
-    for (const QuantFormat* f : AllFormats()) {
-      if (f->placement.weight_only) weight_only.push_back(f->name);
-    }
+    const auto weight_only = FormatNamesWhere([](const QuantFormat& f) { return f.placement.weight_only; });
     throw Error(fmt::format("--calibration_method {} applies to the weight-only modes ({}) only (int8/fp8 take max, "
                             "entropy, percentile or mse)",
                             o.calibration_method, fmt::join(weight_only, ", ")));

@@ -85,11 +85,9 @@ void CheckWeightOnlyOptions(const QuantizeOptions& o, const QuantFormat& format)
                             format.name));
   }
   if (o.quantize_activations && codec.trt_dynamic_quantize == nullptr) {
-    std::vector<std::string_view> with_activations;
-    for (const QuantFormat* f : AllFormats()) {
-      const BlockCodec* c = f->block_codec;
-      if (c != nullptr && c->trt_dynamic_quantize != nullptr) with_activations.push_back(f->name);
-    }
+    const auto with_activations = FormatNamesWhere([](const QuantFormat& f) {
+      return f.block_codec != nullptr && f.block_codec->trt_dynamic_quantize != nullptr;
+    });
     throw Error(fmt::format("--quantize_activations applies to --quantize_mode {} (TensorRT quantizes their "
                             "activations in blocks at run time); {} is weight-only",
                             fmt::join(with_activations, " and "), format.name));
@@ -231,7 +229,8 @@ void ReadCalibrationData(const QuantizeOptions& o, const QuantFormat& format, co
   const onnx::ModelProto& model = prepared.proto;
   const auto start = Clock::now();
   const bool grams = method != "rtn";
-  if (grams || NeedsActivationRanges(plan, format) || !o.calibration_data_path.empty()) {
+  const bool capture = grams || NeedsActivationRanges(plan, format);
+  if (capture || !o.calibration_data_path.empty()) {
     d->data.emplace(OpenCalibrationData(prepared, CalibrationRequest(o)));
     CalibrationData& data = *d->data;
     CompareCanonicalForm(canonical, model, &data, Runtime(o), report);
@@ -240,7 +239,7 @@ void ReadCalibrationData(const QuantizeOptions& o, const QuantFormat& format, co
     d->split = SplitForEvaluation(data, o.eval_samples);
     UseCalibrationSamples(&data, d->split);
     const RuntimeOptions runtime = Runtime(o);
-    if (grams || NeedsActivationRanges(plan, format)) {
+    if (capture) {
       d->capture.emplace(model, index, plan, block_size, grams);
       report->num_calibration_samples = d->capture->Run(data, runtime, o.progress, &report->execution_providers);
       if (grams) rewrite->blocked.grams = &d->capture->grams();
@@ -256,18 +255,10 @@ void ReadCalibrationData(const QuantizeOptions& o, const QuantFormat& format, co
   report->calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The calibrated amax of each dynamic-block activation (none read: every amax 0, for mxfp8).
+// The calibrated amax of each dynamic-block activation (none when nothing was captured: mxfp8's
+// activations need none).
 std::map<std::string, float> ActivationRanges(const WeightOnlyData& d) {
   return d.capture ? d.capture->amax() : std::map<std::string, float>{};
-}
-
-// mxfp8's activations need no calibrated value: 0 stands for each.
-std::map<std::string, float> ActivationRanges(const WeightOnlyData& d, const Placement& plan) {
-  std::map<std::string, float> amax = ActivationRanges(d);
-  for (const auto& q : plan.tensors) {
-    if (q.dynamic_blocks) amax.emplace(q.tensor, 0.0f);
-  }
-  return amax;
 }
 
 // --accuracy_budget with --mixed_precision int4,int8: the INT8 weights (pipeline/mixed_precision_search.h).
@@ -378,7 +369,7 @@ QuantizeReport QuantizeWeightOnly(const QuantizeOptions& o, const QuantFormat& f
   if (o.accuracy_budget >= 0) ChooseInt8Weights(o, model, plan, data, &quantized_weights, &rewrite, &report);
   ReportWeightPrecision(format, index, plan, rewrite, &report);
 
-  const RewriteStats stats = InsertQdq(&model, plan, ActivationRanges(data, plan), rewrite);
+  const RewriteStats stats = InsertQdq(&model, plan, ActivationRanges(data), rewrite);
   report.dynamic_block_activations = stats.dynamic_activations;
   if (form.ort_containers) UseOrtCpuContainers(model.mutable_graph());  // same values, runnable containers
   quantized_weights.clear();

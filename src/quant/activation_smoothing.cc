@@ -14,18 +14,12 @@
 namespace ptqkit {
 namespace {
 
-int64_t NumElements(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (auto d : t.dims()) n *= d;
-  return n;
-}
-
 bool IsFloat32(const onnx::TensorProto& t) { return t.data_type() == onnx::TensorProto::FLOAT; }
 
 // The constant's values broadcast over K channels of the last axis: a scalar or [.., K] with
 // every other dim 1.
 bool PerChannelOrScalar(const onnx::TensorProto& c, int64_t k) {
-  const int64_t n = NumElements(c);
+  const int64_t n = ElementCount(c);
   if (n == 1) return true;
   if (n != k || c.dims_size() == 0 || c.dims(c.dims_size() - 1) != k) return false;
   return true;

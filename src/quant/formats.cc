@@ -192,11 +192,18 @@ const QuantFormat* ByteFormatOfType(int32_t type) {
   return nullptr;
 }
 
-std::string FormatNames(bool activations_only) {
+std::vector<std::string_view> FormatNamesWhere(bool (*keep)(const QuantFormat&)) {
   std::vector<std::string_view> names;
   for (const QuantFormat* f : AllFormats()) {
-    if (!activations_only || !f->placement.weight_only) names.push_back(f->name);
+    if (keep(*f)) names.push_back(f->name);
   }
+  return names;
+}
+
+std::string FormatNames(bool activations_only) {
+  const std::vector<std::string_view> names =
+      activations_only ? FormatNamesWhere([](const QuantFormat& f) { return !f.placement.weight_only; })
+                       : FormatNamesWhere([](const QuantFormat&) { return true; });
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
     if (i > 0) out += i + 1 == names.size() ? " or " : ", ";

@@ -98,6 +98,8 @@ const QuantFormat& Int8WeightOnlyFormat();
 
 // Every row, in the order the table lists them.
 const std::vector<const QuantFormat*>& AllFormats();
+// The names of the rows `keep` accepts, in table order (for messages that list them).
+std::vector<std::string_view> FormatNamesWhere(bool (*keep)(const QuantFormat&));
 
 // "int8, fp8 or int4": the names of every format (with activations_only, of the calibrated ones).
 std::string FormatNames(bool activations_only = false);

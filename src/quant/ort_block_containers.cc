@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx/graph_index.h"
 #include "quant/block_codec.h"
 
 namespace ptqkit {
@@ -21,12 +22,6 @@ std::string E2M1AsFloat8(std::string_view packed, int64_t count) {
         static_cast<char>(Float4E2M1ToFloat8E4M3FN(static_cast<uint8_t>(i % 2 ? byte >> 4 : byte & 0x0f)));
   }
   return bytes;
-}
-
-int64_t ElementCount(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
-  return n;
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ void BlockedWeightWriter::ReleaseIfOnlyPlannedReads(const std::string& name, con
 }
 
 const BlockedWeight& BlockedWeightWriter::Quantized(const QuantizedTensor& target, const QuantFormat& format,
-                                                    bool high, BlockedWeight* computed) {
+                                                    const BlockedWeightSearch& search, bool high,
+                                                    BlockedWeight* computed) {
   const std::string& name = target.tensor;
   const onnx::TensorProto& w = *index_->Constant(name);
   const std::vector<int64_t> shape = TensorShape(w);
@@ -78,7 +79,6 @@ const BlockedWeight& BlockedWeightWriter::Quantized(const QuantizedTensor& targe
     auto it = options_.cache->find(key);
     if (it != options_.cache->end()) return it->second;
   }
-  const BlockedWeightSearch search = SearchFor(format, w.data_type() == onnx::TensorProto::FLOAT16, high);
   const std::vector<float> values = TensorToFloats(w);
   if (std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); })) {
     log::Warn("weight '{}' holds infinite values; their blocks get scale {}", name, kDegenerateScale);
@@ -112,7 +112,7 @@ std::string BlockedWeightWriter::Add(const QuantizedTensor& target) {
   const bool zero_point = search.zero_point;
   const BlockedLayout layout = MakeBlockedLayout(shape, axis, search.block_size);
   BlockedWeight computed;
-  const BlockedWeight& q = Quantized(target, format, high, &computed);
+  const BlockedWeight& q = Quantized(target, format, search, high, &computed);
   stats_->qdq_pairs += 1;
   stats_->weight_tensors += 1;
   stats_->blocked_nodes += static_cast<int>(target.uses.size());

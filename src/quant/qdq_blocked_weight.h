@@ -40,10 +40,10 @@ class BlockedWeightWriter {
  private:
   // The search's options for a weight of `format` (float16 or not; `high`: --mixed_precision's INT8).
   BlockedWeightSearch SearchFor(const QuantFormat& format, bool half, bool high) const;
-  // `target` quantized in `format`: from the cache when it holds it, else searched (into *computed,
-  // or into the cache when there is one).
-  const BlockedWeight& Quantized(const QuantizedTensor& target, const QuantFormat& format, bool high,
-                                 BlockedWeight* computed);
+  // `target` quantized in `format`: from the cache when it holds it, else searched with `search`
+  // (into *computed, or into the cache when there is one).
+  const BlockedWeight& Quantized(const QuantizedTensor& target, const QuantFormat& format,
+                                 const BlockedWeightSearch& search, bool high, BlockedWeight* computed);
   std::vector<std::string> CodedInputs(const QuantFormat& format, const std::string& name, int32_t float_type,
                                        const std::vector<int64_t>& shape, const BlockedWeight& q, int first,
                                        std::vector<std::pair<std::string, int64_t>>* attributes);

@@ -139,18 +139,23 @@ class Rewriter {
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
   }
 
-  // nvfp4/mxfp8 activations: block scales computed at run time; nvfp4's global scale from the
-  // calibrated amax.
+  // nvfp4/mxfp8 activations: block scales computed at run time; only nvfp4's global scale comes
+  // from a calibrated amax.
   std::string AddDynamicBlockActivation(const QuantizedTensor& q, const std::map<std::string, float>& amax) {
-    if (format_.block_codec == nullptr || format_.block_codec->trt_dynamic_quantize == nullptr) {
+    const BlockCodec* codec = format_.block_codec;
+    if (codec == nullptr || codec->trt_dynamic_quantize == nullptr) {
       throw Error(fmt::format("internal: activation '{}' is planned in dynamic blocks but --quantize_mode {} has none",
                               q.tensor, format_.name));
     }
-    auto it = amax.find(q.tensor);
-    if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
+    float calibrated = 0.0f;
+    if (codec->scale_code == BlockScaleCode::kE4M3TimesGlobal) {
+      auto it = amax.find(q.tensor);
+      if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
+      calibrated = it->second;
+    }
     ++stats_.qdq_pairs;
     ++stats_.dynamic_activations;
-    return AddDynamicBlockQdq(&editor_, format_, q.tensor, it->second, FirstUse(q), options_.blocked.trt_activations);
+    return AddDynamicBlockQdq(&editor_, format_, q.tensor, calibrated, FirstUse(q), options_.blocked.trt_activations);
   }
 
   std::string AddBlockedWeight(const QuantizedTensor& q) {
