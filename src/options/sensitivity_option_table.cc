@@ -45,8 +45,10 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
   t.push_back(ScanText("metric", &SensitivityOptions::metric,
                        "Sensitivity: how a probe's outputs are compared with FP32's (higher = more sensitive)")
                   .Choices({"kl_div", "mse", "cos"})
-                  .Details("per sample and flattened output: `kl_div` = KL(softmax(FP32) ‖ softmax(probe)), `mse`, "
-                           "or `cos` = 1 − cosine similarity; the mean over samples, summed over outputs"));
+                  .Details("per sample and flattened output: `kl_div` = KL(softmax(FP32) ‖ softmax(probe)) (an "
+                           "output whose FP32 values are all in [0, 1], i.e. probabilities or a sigmoid map: KL of "
+                           "the values normalised to sum 1, no softmax), `mse`, or `cos` = 1 − cosine similarity; "
+                           "the mean over samples, summed over outputs"));
   t.push_back(ScanText("target_precision", &SensitivityOptions::target_precision,
                        "Sensitivity: the precision each probe quantizes its target to")
                   .Choices({"int8", "fp8"})

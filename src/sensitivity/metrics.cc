@@ -21,7 +21,40 @@ double LogSumExp(const float* x, size_t n) {
   return max + std::log(sum);
 }
 
+// True when the FP32 output already is (a set of) probabilities or a sigmoid map: every value in
+// [0, 1] and not all zero. A softmax over such values is nearly uniform (exp of [0, 1] spans less
+// than a factor e), so KL of softmaxes scores every probe about 0 and ranks nothing: measured on
+// PP-OCR rec ([40, 6625] row-wise probabilities), every node of the scan scored about 0.
+bool IsProbabilityLike(const float* ref, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(ref[i] >= 0.0f && ref[i] <= 1.0f)) return false;  // also false for NaN
+    sum += ref[i];
+  }
+  return sum > 0.0;
+}
+
+// KL of the values normalised to sum 1. For R rows that each sum to 1 this is the mean of the
+// rows' KL divergences; for a sigmoid map it weighs each pixel by its reference value. A small
+// floor keeps a probe value of 0 (or a slightly negative one from a quantized output) finite.
+double NormalisedKl(const float* ref, const float* probe, size_t n) {
+  constexpr double kFloor = 1e-12;
+  double ref_sum = 0.0, probe_sum = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    ref_sum += static_cast<double>(ref[i]) + kFloor;
+    probe_sum += std::max(static_cast<double>(probe[i]), 0.0) + kFloor;
+  }
+  double kl = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double p = (static_cast<double>(ref[i]) + kFloor) / ref_sum;
+    const double q = (std::max(static_cast<double>(probe[i]), 0.0) + kFloor) / probe_sum;
+    kl += p * std::log(p / q);
+  }
+  return std::isnan(kl) ? kl : std::max(kl, 0.0);
+}
+
 double KlDivergence(const float* ref, const float* probe, size_t n) {
+  if (IsProbabilityLike(ref, n)) return NormalisedKl(ref, probe, n);
   const double ref_lse = LogSumExp(ref, n);
   const double probe_lse = LogSumExp(probe, n);
   double kl = 0.0;

@@ -1,6 +1,9 @@
 // Metrics of the sensitivity scan: how far one probe's graph output is from the FP32 reference
 // output, for one sample. Both outputs are flattened and compared in float64:
 //   kl_div  KL(softmax(ref) || softmax(probe)), each softmax over the whole flattened output;
+//           where every ref value is in [0, 1] (probabilities, a sigmoid map) and not all are 0,
+//           KL(ref / sum(ref) || probe / sum(probe)) instead: those values are already a
+//           distribution, and a softmax over them would be nearly uniform whatever the probe;
 //   mse     mean of (ref - probe)^2;
 //   cos     1 - cosine similarity; 1 when exactly one of the two is the zero vector, 0 when both
 //   are.

@@ -59,9 +59,14 @@ def log_softmax(a: np.ndarray) -> np.ndarray:
 
 def per_sample_metric(metric: str, ref: np.ndarray, probe: np.ndarray) -> np.ndarray:
     """DESIGN.md's metrics on [samples, values] float64 arrays, one value per sample (row)."""
-    if metric == "kl_div":  # KL(softmax(ref) || softmax(probe))
+    if metric == "kl_div":  # KL(softmax(ref) || softmax(probe)); values already in [0, 1]: normalised, no softmax
         lp, lq = log_softmax(ref), log_softmax(probe)
-        return (np.exp(lp) * (lp - lq)).sum(axis=1)
+        out = (np.exp(lp) * (lp - lq)).sum(axis=1)
+        for i in np.where(((ref >= 0) & (ref <= 1)).all(axis=1) & (ref.sum(axis=1) > 0))[0]:
+            p = (ref[i] + 1e-12) / (ref[i] + 1e-12).sum()
+            q = (np.maximum(probe[i], 0) + 1e-12) / (np.maximum(probe[i], 0) + 1e-12).sum()
+            out[i] = max(float((p * np.log(p / q)).sum()), 0.0)
+        return out
     if metric == "mse":
         return ((ref - probe) ** 2).mean(axis=1)
     if metric == "cos":  # 1 - cosine; one zero vector -> 1, both zero -> 0
@@ -316,6 +321,41 @@ def test_node_scores_match_independent_probe_exactly(cli, outlier_mlp, outlier_c
         expected = score_from_outputs(metric, ref, run_batched(probe, x, basic=PROBE_BASIC))
         assert expected > 0
         assert js["scores"][node] == pytest.approx(expected, rel=1e-6), node
+
+
+def with_softmax_output(model, path):
+    """`model` with a Softmax over its (logit) output: an output of probabilities, as classifiers and
+    PP-OCR rec export them."""
+    m = onnx.load(str(model))
+    out = m.graph.output[0]
+    logits = out.name + "_logits"
+    for n in m.graph.node:
+        n.output[:] = [logits if o == out.name else o for o in n.output]
+    m.graph.node.append(onnx.helper.make_node("Softmax", [logits], [out.name], axis=-1))
+    onnx.save(m, str(path))
+    return path
+
+
+def test_kl_div_of_probability_outputs_compares_the_probabilities(cli, outlier_mlp, outlier_calib, tmp_path):
+    """An output already in [0, 1] is compared as a distribution (normalised, no second softmax). The
+    softmax of probabilities is nearly uniform: under that definition the two nodes score 42x and 160x
+    less (measured), and what rank there is comes from squared probability differences."""
+    model = with_softmax_output(outlier_mlp, tmp_path / "probs.onnx")
+    _, js = scan(cli, model, tmp_path / "s.json", "--granularity", "node", data=outlier_calib)
+    x = np.load(outlier_calib)
+    ref = run_batched(model, x)
+    assert ((ref[0] >= 0) & (ref[0] <= 1)).all()
+    for node in ("/fc1/Gemm", "/fc2/Gemm"):
+        probe = tmp_path / "probe.onnx"
+        cli.quantize(model, probe, "--calibration_data_path", outlier_calib, "--nodes_to_quantize", node,
+                     "--calibration_method", "mse", "--eval_samples", "0")
+        out = run_batched(probe, x, basic=PROBE_BASIC)
+        expected = score_from_outputs("kl_div", ref, out)
+        lp, lq = log_softmax(ref[0]), log_softmax(out[0])
+        softmax_of_probabilities = float((np.exp(lp) * (lp - lq)).sum(axis=1).mean())
+        assert expected > 0
+        assert js["scores"][node] == pytest.approx(expected, rel=1e-6), node
+        assert js["scores"][node] > 10 * softmax_of_probabilities, node
 
 
 def test_percentile_reaches_the_scan(cli, outlier_mlp, outlier_calib, tmp_path):

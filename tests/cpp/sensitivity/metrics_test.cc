@@ -46,6 +46,33 @@ TEST(MetricsTest, KlDivergenceDoesNotOverflowOnLargeLogits) {
   EXPECT_DOUBLE_EQ(Compare(Metric::kKlDiv, {1000.0f, 0.0f}, {0.0f, 1000.0f}), 1000.0);
 }
 
+// Probabilities already (every value in [0, 1]): KL of the values normalised to sum 1, no softmax.
+TEST(MetricsTest, KlDivergenceOfProbabilitiesComparesThemDirectly) {
+  // Two rows of two classes: mean of the rows' KL. Row 1: (0.9, 0.1) vs (0.6, 0.4); row 2 equal.
+  const double row1 = 0.9 * std::log(0.9 / 0.6) + 0.1 * std::log(0.1 / 0.4);
+  EXPECT_NEAR(Compare(Metric::kKlDiv, {0.9f, 0.1f, 0.5f, 0.5f}, {0.6f, 0.4f, 0.5f, 0.5f}), row1 / 2.0, 1e-6);
+}
+
+TEST(MetricsTest, KlDivergenceOfProbabilitiesSeesAFlipThatSoftmaxHides) {
+  // 400 rows of 100 classes, one row's winner moves: a softmax over the 40000 values in [0, 1] is
+  // nearly uniform and would hide it; the direct form gives that row's divergence / 400.
+  std::vector<float> ref(400 * 100, 0.0f), probe;
+  for (int r = 0; r < 400; ++r) ref[r * 100] = 1.0f;
+  probe = ref;
+  probe[0] = 0.3f;
+  probe[1] = 0.7f;
+  const double kl = Compare(Metric::kKlDiv, ref, probe);
+  EXPECT_GT(kl, std::log(1.0 / 0.3) / 400.0 * 0.99);
+  EXPECT_LT(kl, std::log(1.0 / 0.3) / 400.0 * 1.01);
+  EXPECT_EQ(Compare(Metric::kKlDiv, ref, ref), 0.0);
+}
+
+TEST(MetricsTest, KlDivergenceOfProbabilitiesStaysFiniteWhereTheProbeIsZeroOrNegative) {
+  const double kl = Compare(Metric::kKlDiv, {0.5f, 0.5f}, {1.0f, -0.01f});
+  EXPECT_TRUE(std::isfinite(kl));
+  EXPECT_GT(kl, 1.0);  // 0.5 log(0.5 / 1e-12): large, not infinite
+}
+
 TEST(MetricsTest, MseIsTheMeanSquaredDifference) {
   EXPECT_DOUBLE_EQ(Compare(Metric::kMse, {1.0f, 2.0f, 3.0f}, {1.0f, 0.0f, 6.0f}), 13.0 / 3.0);
   EXPECT_EQ(Compare(Metric::kMse, {1.5f, -2.0f}, {1.5f, -2.0f}), 0.0);
