@@ -33,9 +33,12 @@ THRESHOLDS = {
     # measured with max on main 12c6fba (ORT basic / ORT default), 8-64 held-out samples:
     # det int8 IoU 0.855/0.856, fp8 0.902/0.684
     "ocr_det": {"int8": {"mask_iou": ("min", 0.80)}, "fp8": {"mask_iou": ("min", 0.85)}},
-    # rec int8 line 0.542/0.542 char 0.960/0.960; fp8 line 0.417/0.104 char 0.965/0.821
-    "ocr_rec": {"int8": {"line_agree": ("min", 0.45), "char_agree": ("min", 0.93)},
-                "fp8": {"line_agree": ("min", 0.35), "char_agree": ("min", 0.93)}},
+    # rec int8 line 0.542/0.542 char 0.960/0.960; fp8 line 0.417/0.104 char 0.965/0.821 - on lines squeezed
+    # into 48x320 and compared with their spaces. Since 2026-12-07 the lines are fed as PaddleOCR feeds them
+    # (aspect ratio kept, padded to the widest) and compared as PaddleOCR's RecMetric does (spaces ignored):
+    # default int8 line 1.000 / char 1.000, fp8 0.990 / 0.999, both levels, on 192 lines (bench/README.md).
+    "ocr_rec": {"int8": {"line_agree": ("min", 0.95), "char_agree": ("min", 0.995)},
+                "fp8": {"line_agree": ("min", 0.93), "char_agree": ("min", 0.99)}},
     # cls int8 top-1 1.000/1.000; fp8 1.000/0.500 (default level: coin flip, issue 9 item 3)
     "ocr_cls": {"int8": {"top1_agree": ("min", 0.95)}, "fp8": {"top1_agree": ("min", 0.95)}},
     # PP-LCNet (depthwise) int8 top-1 0.578/0.578; fp8 0.813/0.781. Since every depthwise input not capped by
@@ -113,7 +116,8 @@ AGREEMENT = {
     # fp8 with its depthwise Convs in float (2026-12-06): lines 0.833 / chars 0.992 (more float Convs for
     # NchwcTransformer to reorder; the task metric vs FP32 is 0.745 at default vs 0.740 at basic on 4x the set).
     # The Relu-dropping rewrite this guards against gave lines 0.06.
-    "ocr_rec": {"line_agree": ("min", 0.80), "char_agree": ("min", 0.985)},
+    # Since the PaddleOCR-style inputs and metric (2026-12-07) both levels score the same on 192 lines.
+    "ocr_rec": {"line_agree": ("min", 0.93), "char_agree": ("min", 0.99)},
     "ocr_cls": {"top1_agree": ("min", 0.98)},
     # fp8: 0.953-0.969 with an FP8 zero point (2026-12-05/06), 1.0 without (the default level then scores as
     # the basic level on 256 crops: 0.910 both, bench/README.md).
