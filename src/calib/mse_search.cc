@@ -41,7 +41,7 @@ double HistogramSquaredError(const std::vector<uint64_t>& bins, double bin_width
   return total;
 }
 
-float MseAmax(const TensorStatistics& stats, const Grid& grid) {
+float MseAmax(const TensorStatistics& stats, const Grid& grid, double min_gain) {
   const std::vector<uint64_t> bins = stats.HistogramWithoutZeros();
   const double absmax = stats.absmax();
   const double width = stats.bin_width();
@@ -55,6 +55,8 @@ float MseAmax(const TensorStatistics& stats, const Grid& grid) {
       best_amax = amax;
     }
   }
+  const double at_absmax = HistogramSquaredError(bins, width, absmax, grid);
+  if (best_err > (1.0 - min_gain) * at_absmax) return static_cast<float>(absmax);
   return static_cast<float>(best_amax);
 }
 

@@ -144,7 +144,7 @@ float ComputeAmax(const TensorStatistics& stats, Method method, double percentil
     case Method::kMse:
       RequireHistogram(stats, method);
       if (stats.absmax() == 0.0f) return 0.0f;
-      return MseAmax(stats, grid);
+      return MseAmax(stats, grid, grid.nearest != nullptr ? kMseMinGainNonUniform : 0.0);
     case Method::kEntropy: {
       RequireHistogram(stats, method);
       if (stats.absmax() == 0.0f) return 0.0f;

@@ -103,6 +103,40 @@ TEST(MseSearchTest, Fp8UsesItsOwnGrid) {
   EXPECT_LT(BruteForceError(v, int8, kInt8Grid), BruteForceError(v, fp8, kInt8Grid));
 }
 
+TEST(MseSearchTest, Fp8KeepsTheRangeUnlessClippingCutsTheErrorByTheFloor) {
+  // A gaussian: on FP8 the unconstrained optimum clips a little for a small gain. With the floor
+  // (what --calibration_method mse uses on FP8) the range stays whole when that gain is under it;
+  // a zero floor returns the optimum itself; INT8 (floor 0) still clips.
+  const std::vector<float> v = Samples("gaussian", 200000, 5);
+  TensorStatistics stats("t");
+  stats.Add(v.data(), v.size());
+  const float unconstrained = MseAmax(stats, kFp8Grid, 0.0);
+  const auto bins = stats.HistogramWithoutZeros();
+  const double gain = 1.0 - HistogramSquaredError(bins, stats.bin_width(), unconstrained, kFp8Grid) /
+                                HistogramSquaredError(bins, stats.bin_width(), stats.absmax(), kFp8Grid);
+  ASSERT_LT(unconstrained, stats.absmax());
+  ASSERT_GT(gain, 0.0);
+  EXPECT_EQ(MseAmax(stats, kFp8Grid, gain * 0.99), unconstrained);
+  EXPECT_EQ(MseAmax(stats, kFp8Grid, gain * 1.01), stats.absmax());
+  EXPECT_LT(gain, kMseMinGainNonUniform);  // measured: 0.1% for a clip to 0.94 of the range
+  EXPECT_EQ(ComputeAmax(stats, Method::kMse, 99.999, kFp8Grid), stats.absmax());
+  EXPECT_LT(ComputeAmax(stats, Method::kMse, 99.999, kInt8Grid), stats.absmax());
+}
+
+TEST(MseSearchTest, Fp8StillClipsWhereClippingPaysMoreThanTheFloor) {
+  // A uniform bulk in [-1, 1] and 0.05% of the values at 1.3: a range of 1.0 makes every step of the
+  // bulk 1.3x finer (error / 1.69) for a small clipping error on the few; that is worth far more
+  // than the floor, so FP8 mse still clips.
+  std::vector<float> v = Samples("uniform", 200000, 13);
+  for (size_t i = 0; i < 100; ++i) v[i * 1000] = 1.3f;
+  TensorStatistics stats("t");
+  stats.Add(v.data(), v.size());
+  const float chosen = ComputeAmax(stats, Method::kMse, 99.999, kFp8Grid);
+  EXPECT_LT(chosen, 0.9f * stats.absmax());
+  EXPECT_LT(BruteForceError(v, chosen, kFp8Grid),
+            (1.0 - kMseMinGainNonUniform) * BruteForceError(v, stats.absmax(), kFp8Grid));
+}
+
 TEST(MseSearchTest, ExactZerosDoNotMoveTheAmax) {
   std::vector<float> v = Samples("gaussian", 100000, 3);
   TensorStatistics a("a");
