@@ -217,4 +217,21 @@ double Divergence(BudgetMetric metric, const BatchOutputs& reference, const Batc
   return std::isfinite(total) ? total : std::numeric_limits<double>::infinity();
 }
 
+int64_t Top1Rows(const BatchOutputs& outputs) {
+  int64_t fewest = 0;
+  const size_t n = outputs.values.empty() ? 0 : outputs.values.front().size();
+  for (size_t k = 0; k < n; ++k) {
+    int64_t rows = 0;
+    bool has = false;
+    for (const auto& batch : outputs.values) {
+      const HostTensor& t = batch[k];
+      if (!HasTop1(t)) continue;
+      has = true;
+      rows += t.shape[0] * (t.shape.size() == 3 ? t.shape[1] : 1);
+    }
+    if (has && (fewest == 0 || rows < fewest)) fewest = rows;
+  }
+  return fewest;
+}
+
 }  // namespace ptqkit::accuracy

@@ -63,5 +63,9 @@ enum class BudgetMetric { kKlDiv, kMse, kCos, kTop1 };
 BudgetMetric ParseBudgetMetric(const std::string& name);  // kl_div | mse | cos | top1
 std::string BudgetMetricName(BudgetMetric metric);
 double Divergence(BudgetMetric metric, const BatchOutputs& reference, const BatchOutputs& quantized);
+// How many argmax rows `top1` compares on `outputs`: per output that has a top-1, its rows over all
+// batches (a [batch, classes] output: one per sample; [batch, positions, classes]: one per
+// position), the fewest over those outputs; 0 when no output has one.
+int64_t Top1Rows(const BatchOutputs& outputs);
 
 }  // namespace ptqkit::accuracy

@@ -117,6 +117,9 @@ class CandidateScorer {
   // A BuildLight candidate of `fp32`. REQUIRES: no accuracy_eval (it reads a file).
   double ScoreLight(const onnx::ModelProto& light, const onnx::ModelProto& fp32);
   accuracy::BudgetMetric metric() const { return metric_; }
+  // The argmax rows a `top1` score compares (accuracy::Top1Rows of the reference); 0 with a user
+  // evaluator (accuracy_eval), whose rows ptqkit does not see.
+  int64_t top1_rows() const { return o_.accuracy_eval ? 0 : accuracy::Top1Rows(reference_); }
   std::string metric_name() const;
 
  private:

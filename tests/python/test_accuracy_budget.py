@@ -69,6 +69,22 @@ def test_budget_already_met_changes_nothing(cli, resnet, calib, tmp_path):
     assert plain.read_bytes() == budgeted.read_bytes()
 
 
+def test_top1_budget_finer_than_one_flip_is_named(cli, resnet, calib, tmp_path):
+    """A top1 budget smaller than one flip of the held-out rows can only mean "no flip": the run says so,
+    with the row count; a budget a flip fits in says nothing."""
+    data = calib("resnet", n=40)
+    fine = cli.quantize(resnet, tmp_path / "a.onnx", "--calibration_data_path", data, "--accuracy_budget", "0.01",
+                        "--accuracy_budget_metric", "top1", "--report_json", tmp_path / "a.json")
+    rows = json.loads((tmp_path / "a.json").read_text())["loss"]["samples"]  # one row per sample: [batch, classes]
+    assert 1.0 / rows > 0.01
+    assert f"top1 compares {rows} argmax row(s) of the held-out samples: one flip is {1.0 / rows:.3g}" in fine.stderr
+    coarse = cli.quantize(resnet, tmp_path / "b.onnx", "--calibration_data_path", data, "--accuracy_budget", "0.5",
+                          "--accuracy_budget_metric", "top1")
+    assert "argmax row(s)" not in coarse.stderr
+    cosine = cli.quantize(resnet, tmp_path / "c.onnx", "--calibration_data_path", data, "--accuracy_budget", "0.001")
+    assert "argmax row(s)" not in cosine.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     (["--accuracy_budget", "0.1", "--accuracy_budget_metric", "l1"], "--accuracy_budget_metric: 'l1' is not one of cos, kl_div, mse, top1"),
     (["--accuracy_budget", "0.1", "--eval_samples", "0"], "and held-out samples (--eval_samples > 0)"),
