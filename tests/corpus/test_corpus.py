@@ -112,6 +112,8 @@ for _m in corpus.MODELS:
 # (ONNX Runtime 1.32, the tests' Python package; the 1.30 library ptqkit bundles builds QLinearConv on FP8 at
 # its default level.)
 AGREEMENT = {
+    # fp8 on the bench's 32 maps (2026-12-07): 0.958 with the FP8 mse floor, 0.955 before it, max 0.973; one map
+    # moves by 0.23 IoU between the levels.
     "ocr_det": {"mask_iou": ("min", 0.95)},
     # fp8 with its depthwise Convs in float (2026-12-06): lines 0.833 / chars 0.992 (more float Convs for
     # NchwcTransformer to reorder; the task metric vs FP32 is 0.745 at default vs 0.740 at basic on 4x the set).
