@@ -98,8 +98,8 @@ def _ocr_norm(im, h, w):
 
 def rec_inputs(n, seed):
     """Lines as PaddleOCR's recognizer feeds them: height 48, aspect ratio kept, padded on the right to
-    the width of the widest line of the batch (its TextRecognizer: imgW = 48 x the batch's largest w/h,
-    at least 320). Squeezing every line into 48x320 (what this built before 2026-12-07) compressed 65%
+    the widest line (its TextRecognizer: imgW = 48 x the batch's largest w/h, at least 320; here the
+    whole set is one batch, so every sample has one width). Squeezing every line into 48x320 (what this built before 2026-12-07) compressed 65%
     of the lines up to 2.3x; FP32 itself then misread 11% of those and none of the others."""
     rng = np.random.default_rng(seed)
     ims = [_render_line(s, rng) for s in _lines(rng, n)]
