@@ -227,7 +227,7 @@ int64_t Top1Rows(const BatchOutputs& outputs) {
       const HostTensor& t = batch[k];
       if (!HasTop1(t)) continue;
       has = true;
-      rows += t.shape[0] * (t.shape.size() == 3 ? t.shape[1] : 1);
+      rows += t.NumElements() / t.shape.back();  // as CompareOutputs counts them: one per argmax
     }
     if (has && (fewest == 0 || rows < fewest)) fewest = rows;
   }

@@ -45,8 +45,9 @@ float MseAmax(const TensorStatistics& stats, const Grid& grid, double min_gain) 
   const std::vector<uint64_t> bins = stats.HistogramWithoutZeros();
   const double absmax = stats.absmax();
   const double width = stats.bin_width();
+  const double at_absmax = HistogramSquaredError(bins, width, absmax, grid);
   double best_amax = absmax;
-  double best_err = HistogramSquaredError(bins, width, absmax, grid);
+  double best_err = at_absmax;
   for (int c = kCandidates - 1; c >= 1; --c) {
     const double amax = absmax * c / kCandidates;
     const double err = HistogramSquaredError(bins, width, amax, grid);
@@ -55,7 +56,6 @@ float MseAmax(const TensorStatistics& stats, const Grid& grid, double min_gain) 
       best_amax = amax;
     }
   }
-  const double at_absmax = HistogramSquaredError(bins, width, absmax, grid);
   if (best_err > (1.0 - min_gain) * at_absmax) return static_cast<float>(absmax);
   return static_cast<float>(best_amax);
 }

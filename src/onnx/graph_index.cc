@@ -65,8 +65,7 @@ int64_t ElementCount(const onnx::TensorProto& tensor) {
 }
 
 std::vector<float> TensorToFloats(const onnx::TensorProto& t) {
-  int64_t count = 1;
-  for (auto d : t.dims()) count *= d;
+  const int64_t count = ElementCount(t);
   std::vector<float> out(static_cast<size_t>(count));
   const auto bad_size = [&] {
     return Error(fmt::format("tensor '{}' holds fewer values than its shape needs", t.name()));
