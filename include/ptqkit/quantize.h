@@ -259,6 +259,7 @@ struct QuantizeReport {
   int folded_batchnorms = 0;
   int folded_channel_affines = 0;
   int fused_activations = 0;
+  int folded_pads = 0;  // zero Pads made the padding of the Conv after them
   double canonical_max_abs_diff = -1.0;
   int64_t canonical_checked_samples = 0;
   std::string calibration_method;  // the method used (the mode's default when none was given)

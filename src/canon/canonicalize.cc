@@ -2,6 +2,7 @@
 
 #include "canon/activation_fusion.h"
 #include "canon/linear_folds.h"
+#include "canon/pad_fold.h"
 #include "onnx/onnx_library.h"
 
 namespace ptqkit {
@@ -19,7 +20,8 @@ std::set<std::string> MatricesIfNeeded(const onnx::ModelProto& model) {
 
 bool HasCanonicalFolds(const onnx::ModelProto& model) {
   return canon::HasLinearFold(model.graph(), canon::LinearFold::kBatchNorm, MatricesIfNeeded(model)) ||
-         canon::HasLinearFold(model.graph(), canon::LinearFold::kAffine) || canon::HasActivationFusion(model);
+         canon::HasLinearFold(model.graph(), canon::LinearFold::kAffine) || canon::HasActivationFusion(model) ||
+         canon::HasPadFold(model.graph());
 }
 
 CanonicalizeStats Canonicalize(onnx::ModelProto* model) {
@@ -31,6 +33,7 @@ CanonicalizeStats Canonicalize(onnx::ModelProto* model) {
     ++stats.batchnorms_folded;
   }
   while (canon::FoldOneLinear(model->mutable_graph(), canon::LinearFold::kAffine)) ++stats.affines_folded;
+  while (canon::FoldOnePad(model->mutable_graph())) ++stats.pads_folded;
   return stats;
 }
 

@@ -9,7 +9,8 @@
 //    folded the same way (Paddle and TF exports write BatchNormalization as such a pair);
 //  - the decompositions of HardSigmoid (Clip(x + b, 0, m) / m, or * 1/m) and HardSwish (x times
 //    that) become the single operator (HardSwish from opset 14, else Mul(x, HardSigmoid(x))), so the
-//    placement rules see one activation and never put Q/DQ inside it.
+//    placement rules see one activation and never put Q/DQ inside it;
+//  - a zero-constant Pad of the spatial axes before a Conv becomes the Conv's own padding (pad_fold.h).
 // A fold applies only where it is exact in real arithmetic: the folded node's output is read by
 // nothing else, the weights are constants (initializers or Constant nodes, possibly through Identity
 // or Cast nodes) that no caller can override, and every constant broadcasts along the output
@@ -26,7 +27,8 @@ struct CanonicalizeStats {
   int batchnorms_folded = 0;   // into the preceding Conv/ConvTranspose/Gemm/MatMul
   int affines_folded = 0;      // Mul/Add by a channel constant folded into weight and bias
   int activations_fused = 0;   // HardSigmoid/HardSwish decompositions replaced by the operator
-  int total() const { return batchnorms_folded + affines_folded + activations_fused; }
+  int pads_folded = 0;         // Pad nodes folded into the Conv after them
+  int total() const { return batchnorms_folded + affines_folded + activations_fused + pads_folded; }
 };
 
 // Whether Canonicalize would change anything (cheap: no weight is read or copied).

@@ -16,6 +16,7 @@
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
 #include "quant/formats.h"
+#include "quant/runtime_forms.h"
 
 namespace ptqkit::options {
 namespace {
@@ -211,9 +212,9 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Flag("dq_only", &QuantizeOptions::dq_only, "Store weights as INT8 initializers with DequantizeLinear only")
                   .Details(R"(store weights as INT8/FP8 initializers + DequantizeLinear (default: FP32 weights + Q→DQ))"));
   t.push_back(Text("target_runtime", &QuantizeOptions::target_runtime,
-                   "trt | ort_cpu: the runtime the output is for (int8/fp8/int4: the same file for both; nvfp4/mxfp8/mxfp4: "
-                   "ort_cpu writes containers ONNX Runtime's CPU kernels run)")
-                  .Choices({"trt", "ort_cpu"}).Commands(kBoth).Details(R"(`trt` or `ort_cpu`. int8, fp8 and int4 write the same file for both: FP8 Q/DQ carry no zero point (the QuantizeLinear names FLOAT8E4M3FN in `output_dtype`), the form ONNX Runtime's default-level rewrites leave alone and TensorRT's parser reads as the same explicit quantization; see "Outputs for ONNX Runtime on CPU". nvfp4, mxfp8 and mxfp4: `trt` writes the standard types (FLOAT4E2M1 values, FLOAT8E8M0 scales) that ONNX Runtime 1.32's CPU kernels do not run; `ort_cpu` writes the same numbers as FLOAT8E4M3FN values and float scales at opset 21, whose dequantized weights are bit-identical)"));
+                   "trt | ort_cpu: the runtime the output is for (int8: the Q/DQ form its kernels fuse; nvfp4/mxfp8/"
+                   "mxfp4: ort_cpu writes containers ONNX Runtime's CPU kernels run)")
+                  .Choices(RuntimeFormNames()).Commands(kBoth).Details(R"(`trt` (default) or `ort_cpu`. int8: `trt` writes TensorRT's explicit quantization (Q/DQ on the inputs of Conv, MatMul, Gemm and the ops the placement rules name, INT8 activations), which OpenVINO reads the same way. `ort_cpu` writes what ONNX Runtime's CPU kernels fuse (its QDQ selectors): Q/DQ also on the outputs of quantized ops (after a Relu or Clip(0, x) that the Q makes redundant) and around the ops between them that have integer kernels (Add, Mul, pooling, Concat; MaxPool, Reshape, Transpose, Resize share their input's scale), UINT8 activations (zero point 0 and 255 steps where the tensor is never negative, else zero point 128 on the symmetric grid: ONNX Runtime fuses no int8 activation on x86), INT8 weights stored as integers (as `--dq_only`); the loss report then runs at ONNX Runtime's default level, as users do. fp8 and int4 write the same file for both: FP8 Q/DQ carry no zero point (the QuantizeLinear names FLOAT8E4M3FN in `output_dtype`), the form ONNX Runtime's default-level rewrites leave alone and TensorRT's parser reads as the same explicit quantization; see "Outputs for ONNX Runtime on CPU". nvfp4, mxfp8 and mxfp4: `trt` writes the standard types (FLOAT4E2M1 values, FLOAT8E8M0 scales) that ONNX Runtime 1.32's CPU kernels do not run; `ort_cpu` writes the same numbers as FLOAT8E4M3FN values and float scales at opset 21, whose dequantized weights are bit-identical)"));
   t.push_back(Flag("reduce_range", &QuantizeOptions::reduce_range,
                    "int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI (no u8s8 saturation)")
                   .Details(R"(int8: 7-bit weights, for ONNX Runtime on x86 CPUs without VNNI)"));

@@ -18,7 +18,8 @@ namespace ptqkit {
 
 RewriteOptions RewriteOptionsFor(const QuantizeOptions& o, const QuantFormat& format) {
   RewriteOptions rewrite;
-  rewrite.dq_only = o.dq_only;
+  rewrite.runtime = &EffectiveRuntimeForm(o.target_runtime, format);
+  rewrite.dq_only = o.dq_only || rewrite.runtime->integer_weights;
   rewrite.format = &format;
   rewrite.reduce_range = o.reduce_range;
   return rewrite;

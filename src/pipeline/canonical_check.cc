@@ -12,6 +12,7 @@ void CompareCanonicalForm(CanonicalForm* canonical, const onnx::ModelProto& fold
   report->folded_batchnorms = canonical->stats.batchnorms_folded;
   report->folded_channel_affines = canonical->stats.affines_folded;
   report->fused_activations = canonical->stats.activations_fused;
+  report->folded_pads = canonical->stats.pads_folded;
   if (!canonical->before || data == nullptr || data->num_batches == 0) {
     canonical->before.reset();
     return;

@@ -63,7 +63,9 @@ PlacementOptions PlacementFor(const QuantizeOptions& o) {
   p.nodes_to_quantize = o.nodes_to_quantize;
   p.nodes_to_exclude = o.nodes_to_exclude;
   p.format = &FindFormat(o.quantize_mode, "--quantize_mode");
-  p.replaces_weights = o.dq_only;  // --dq_only swaps float weights for stored ones
+  p.runtime = &EffectiveRuntimeForm(o.target_runtime, *p.format);
+  // --dq_only (or a runtime that takes integer weights) swaps float weights for stored ones
+  p.replaces_weights = o.dq_only || p.runtime->integer_weights;
   p.disable_mha_qdq = o.disable_mha_qdq;
   return p;
 }
@@ -81,8 +83,9 @@ void ApplyModelOptions(const QuantizeOptions& o, int64_t mode_min_opset, Prepare
     constexpr size_t kMaxComparedBytes = size_t{1} << 30;
     if (canonical != nullptr && model->proto.ByteSizeLong() <= kMaxComparedBytes) canonical->before = model->proto;
     const CanonicalizeStats stats = Canonicalize(&model->proto);
-    log::Info("canonicalized: {} BatchNormalization and {} channel Mul/Add folded into weights, {} activation(s) fused",
-              stats.batchnorms_folded, stats.affines_folded, stats.activations_fused);
+    log::Info("canonicalized: {} BatchNormalization and {} channel Mul/Add folded into weights, {} activation(s) fused, "
+              "{} Pad(s) folded into Convs",
+              stats.batchnorms_folded, stats.affines_folded, stats.activations_fused, stats.pads_folded);
     if (canonical != nullptr) canonical->stats = stats;
   }
   model->inputs = ModelInputSpecs(model->proto.graph());

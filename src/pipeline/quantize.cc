@@ -37,6 +37,7 @@
 #include "quant/model_placement.h"
 #include "quant/ort_bias_overflow.h"
 #include "quant/qdq_rewrite.h"
+#include "quant/runtime_forms.h"
 #include "quant/weight_qdq_fold.h"
 
 namespace ptqkit {
@@ -130,13 +131,12 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
                             format.name));
   }
   if (o.eval_samples < 0) throw Error(fmt::format("--eval_samples must be >= 0, got {}", o.eval_samples));
-  if (o.target_runtime != "trt" && o.target_runtime != "ort_cpu") {
-    throw Error(fmt::format("unknown --target_runtime '{}' (expected trt or ort_cpu)", o.target_runtime));
-  }
+  const RuntimeForm& runtime = EffectiveRuntimeForm(o.target_runtime, format);  // names an unknown runtime
   const bool ort_containers = format.block_codec != nullptr && format.block_codec->ort_cpu_min_opset > 0;
-  if (o.target_runtime == "ort_cpu" && !ort_containers) {
-    log::Info("--target_runtime ort_cpu writes the same file as trt: FP8 Q/DQ carry no zero point, a form ONNX "
-              "Runtime computes as written at every level");
+  if (runtime.name != o.target_runtime && !ort_containers) {
+    log::Info("--target_runtime {} writes the same file as trt in {} mode: its form applies to int8 (FP8 Q/DQ carry "
+              "no zero point, a form ONNX Runtime computes as written at every level)",
+              o.target_runtime, format.name);
   }
   if (o.reduce_range && format.reduced_range_qmax == 0) {
     throw Error(fmt::format("--reduce_range applies to --quantize_mode int8 only (got {})", o.quantize_mode));
@@ -434,6 +434,9 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
   // FP8 Q/DQ models at that level; 1.32 can). tests/corpus checks the default level separately.
   eval_runtime.basic_optimizations_only = true;
+  // Except for a form written for ONNX Runtime's fused integer kernels: its users run them, at the
+  // default level, and that is what the report must measure.
+  if (EffectiveRuntimeForm(o.target_runtime, format).quantize_op_outputs) eval_runtime.basic_optimizations_only = false;
   // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
   std::optional<CandidateScorer> scorer;
   if (c.data) scorer.emplace(o, reference.outputs, *c.data, reference.range, eval_runtime);

@@ -133,15 +133,16 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
                    r.weight_precision.size());
     for (const auto& node : int8_nodes) fmt::format_to(it, "    {}\n", node);
   }
-  if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations > 0) {
+  if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations + r.folded_pads > 0) {
     const std::string check = r.canonical_checked_samples > 0
                                   ? fmt::format("outputs vs the model as given: max |diff| {:.3g} on {} sample(s)",
                                                 r.canonical_max_abs_diff, r.canonical_checked_samples)
                                   : std::string("outputs not compared (no calibration samples)");
     fmt::format_to(it,
                    "folded before quantizing: {} BatchNormalization, {} channel Mul/Add into Conv/Gemm weights; {} "
-                   "activation(s) made one operator; {} (--canonicalize false turns it off)\n",
-                   r.folded_batchnorms, r.folded_channel_affines, r.fused_activations, check);
+                   "activation(s) made one operator; {} Pad(s) made Conv padding; {} (--canonicalize false turns it "
+                   "off)\n",
+                   r.folded_batchnorms, r.folded_channel_affines, r.fused_activations, r.folded_pads, check);
   }
   if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0 || r.equalized_depthwise_convs > 0) {
     fmt::format_to(it,

@@ -90,6 +90,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["canonical"] = {{"folded_batchnorms", r.folded_batchnorms},
                     {"folded_channel_affines", r.folded_channel_affines},
                     {"fused_activations", r.fused_activations},
+                    {"folded_pads", r.folded_pads},
                     {"max_abs_diff", r.canonical_max_abs_diff},
                     {"checked_samples", r.canonical_checked_samples}};
   j["calibration_method"] = r.calibration_method;

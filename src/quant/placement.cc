@@ -43,6 +43,7 @@ class Planner {
       : g_(graph),
         format_(*options.format),
         profile_(options.format->placement),
+        runtime_(*options.runtime),
         disable_mha_qdq_(options.disable_mha_qdq),
         replaces_weights_(options.replaces_weights),
         kept_in_float_(options.kept_in_float),
@@ -62,8 +63,10 @@ class Planner {
         }
         QuantizeNodeInputs(i, DataInputs(g_.node(i)));
       }
+      ExtendToIntegerKernels(false);
     } else {
       ApplyRules();
+      ExtendToIntegerKernels(true);
     }
     ShareConcatScales();
     return Finish();
@@ -141,6 +144,9 @@ class Planner {
       }
       QuantizeNodeInputs(i, {0, 1});
     }
+    // A form that quantizes op outputs grows its own integer region instead (ExtendToIntegerKernels):
+    // TensorRT's neighbour rules would add Q/DQ where that runtime has no kernel to use them.
+    if (runtime_.quantize_op_outputs) return;
     // 2. Ops that TensorRT fuses with or runs next to a quantized Conv.
     for (int i = 0; i < g_.num_nodes(); ++i) {
       const auto& n = g_.node(i);
@@ -194,6 +200,77 @@ class Planner {
     const int fused_input = (c0 >= 0 && c1 >= 0) ? (c0 > c1 ? 0 : 1) : (c0 >= 0 ? 0 : 1);
     if (Excluded(i)) return;
     QuantizeNodeInputs(i, {1 - fused_input});
+  }
+
+  // A runtime whose kernels need Q on outputs (runtime_forms.h): with `neighbours`, the ops with an
+  // integer kernel that sit between quantized ops join; then each op of that integer region gets a
+  // Q/DQ on its kernel output where its kernel needs one or another integer kernel reads it.
+  void ExtendToIntegerKernels(bool neighbours) {
+    if (!runtime_.quantize_op_outputs) return;
+    std::set<int> region = core_quantized_;
+    for (bool grew = neighbours; grew;) {
+      grew = false;
+      for (int i = 0; i < g_.num_nodes(); ++i) {
+        if (region.count(i) || !JoinsRegion(i, region) || Excluded(i)) continue;
+        QuantizeNodeInputs(i, DataInputs(g_.node(i)));
+        region.insert(i);
+        grew = true;
+      }
+    }
+    for (int i : region) QuantizeKernelOutput(i, region);  // ascending: producers before consumers
+  }
+
+  // The node whose kernel output `tensor` is (its output, or after a Relu/Clip it folds), or -1.
+  int KernelProducer(const std::string& tensor) const {
+    const int p = g_.Producer(tensor);
+    if (p < 0) return -1;
+    if (g_.node(p).input_size() > 0) {  // a Relu/Clip the node before it folds: that node
+      const int before = g_.Producer(g_.node(p).input(0));
+      if (before >= 0 && KernelOutput(g_, before) == tensor) return before;
+    }
+    return KernelOutput(g_, p) == tensor ? p : -1;
+  }
+
+  bool JoinsRegion(int i, const std::set<int>& region) const {
+    const IntegerKernel* kernel = FindIntegerKernel(runtime_, g_.node(i));
+    if (kernel == nullptr || ProducesGraphOutput(i)) return false;
+    if (kernel->pattern != KernelPattern::kBetweenKernels && kernel->pattern != KernelPattern::kSameScale) return false;
+    bool fed = false;
+    for (int j : DataInputs(g_.node(i))) {
+      if (j >= g_.node(i).input_size()) continue;
+      const std::string& t = g_.node(i).input(j);
+      if (t.empty() || g_.IsConstant(t)) return false;  // an Add/Mul by a constant stays float
+      fed |= region.count(KernelProducer(t)) > 0;
+    }
+    const std::string out = KernelOutput(g_, i);
+    if (!fed || out.empty()) return false;
+    const auto& uses = g_.Consumers(out);
+    return std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) { return region.count(u.node) > 0; });
+  }
+
+  void QuantizeKernelOutput(int i, const std::set<int>& region) {
+    const IntegerKernel* kernel = FindIntegerKernel(runtime_, g_.node(i));
+    const std::string out = KernelOutput(g_, i);
+    if (kernel == nullptr || out.empty() || g_.IsGraphOutput(out)) return;
+    const auto& uses = g_.Consumers(out);
+    const bool read_by_kernel =
+        std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) { return region.count(u.node) > 0; });
+    if (uses.empty() || (kernel->pattern == KernelPattern::kInputsOutputOptional && !read_by_kernel)) return;
+    // Every reader takes the DQ: the runtime fuses only a kernel whose sole consumer is the Q.
+    QuantizedTensor q;
+    q.tensor = out;
+    for (const auto& use : uses) AddUse(q, use);
+    if (kernel->pattern == KernelPattern::kSameScale) ShareScale(g_.node(i).input(0), out);
+  }
+
+  // The input and output of an op that moves integers unchanged share one scale group.
+  void ShareScale(const std::string& input, const std::string& output) {
+    auto in = tensor_slot_.find(input + "#-1");
+    auto out = tensor_slot_.find(output + "#-1");
+    if (in == tensor_slot_.end() || out == tensor_slot_.end()) return;
+    std::string& group = plan_.tensors[in->second].scale_group;
+    if (group.empty()) group = input;
+    plan_.tensors[out->second].scale_group = group;
   }
 
   // Why node i's weight (input 1 of a compute op) may not be replaced, when this plan replaces
@@ -257,7 +334,10 @@ class Planner {
       plan_.tensors.push_back(q);
       plan_.tensors.back().uses.push_back(use);
     } else {
-      plan_.tensors[it->second].uses.push_back(use);
+      auto& uses = plan_.tensors[it->second].uses;
+      const bool known = std::any_of(uses.begin(), uses.end(),
+                                     [&](const TensorUse& u) { return u.node == use.node && u.input == use.input; });
+      if (!known) uses.push_back(use);
     }
   }
 
@@ -286,7 +366,26 @@ class Planner {
     }
   }
 
+  // Unsigned storage (runtime_forms.h): a tensor is stored with zero point 0 when it and every
+  // tensor of its scale group are never negative.
+  void MarkNonNegative() {
+    if (!runtime_.unsigned_activations) return;
+    std::map<std::string, bool> group_non_negative;
+    for (auto& t : plan_.tensors) {
+      if (t.is_weight) continue;
+      t.non_negative = IsNonNegative(g_, t.tensor);
+      if (!t.scale_group.empty()) {
+        auto [it, fresh] = group_non_negative.emplace(t.scale_group, t.non_negative);
+        if (!fresh) it->second = it->second && t.non_negative;
+      }
+    }
+    for (auto& t : plan_.tensors) {
+      if (!t.is_weight && !t.scale_group.empty()) t.non_negative = group_non_negative.at(t.scale_group);
+    }
+  }
+
   Placement Finish() {
+    MarkNonNegative();
     plan_.quantized_nodes.assign(quantized_nodes_.begin(), quantized_nodes_.end());
     for (int i : plan_.quantized_nodes) plan_.float_reasons.erase(i);
     return std::move(plan_);
@@ -295,6 +394,7 @@ class Planner {
   const GraphIndex& g_;
   const QuantFormat& format_;
   const PlacementProfile& profile_;
+  const RuntimeForm& runtime_;
   bool disable_mha_qdq_;
   bool replaces_weights_;
   const std::map<std::string, std::string>& kept_in_float_;

@@ -26,6 +26,7 @@
 
 #include "onnx/graph_index.h"
 #include "quant/formats.h"
+#include "quant/runtime_forms.h"
 
 namespace ptqkit {
 
@@ -54,6 +55,12 @@ struct PlacementOptions {
   // --quantize_activations): input A of each planned MatMul/Gemm is quantized too, in blocks along
   // its last axis (K), when K is a multiple of the block and the weight is float32.
   bool quantize_activations = false;
+  // The runtime the output is for (--target_runtime; quant/runtime_forms.h). A form with
+  // quantize_op_outputs extends the rules' plan: the ops between quantized ones that have integer
+  // kernels there join (not with nodes_to_quantize/op_types_to_quantize, which choose the nodes), and
+  // the outputs of the plan's ops get Q/DQ where that runtime's kernels need them.
+  // REQUIRES: the form EffectiveRuntimeForm gives for `format`.
+  const RuntimeForm* runtime = &kTensorRtForm;
 };
 
 // One tensor that gets a Q/DQ pair, shared by every use listed.
@@ -69,8 +76,12 @@ struct QuantizedTensor {
   // (quant/dynamic_block_activation.h); its uses are input 0 of MatMul/Gemm nodes.
   bool dynamic_blocks = false;
   std::vector<TensorUse> uses;
-  // Tensors with the same non-empty group share one scale (Concat inputs and output).
+  // Tensors with the same non-empty group share one scale (Concat inputs and output; the input and
+  // output of an op a runtime runs on the integers unchanged).
   std::string scale_group;
+  // Activations of a form with unsigned_activations: never negative (IsNonNegative), for every
+  // tensor of its scale group, so it is stored with zero point 0 on all 255 steps.
+  bool non_negative = false;
 };
 
 struct Placement {

@@ -134,6 +134,14 @@ class Rewriter {
     auto it = amax.find(q.tensor);
     if (it == amax.end()) throw Error(fmt::format("internal: no calibrated range for tensor '{}'", q.tensor));
     const std::string scale = Fresh(q.tensor + "_scale");
+    if (options_.runtime->unsigned_activations) {
+      // UINT8: all 255 steps for a tensor that is never negative, else the symmetric grid around 128.
+      constexpr float kUnsignedSteps = 255.0f;
+      AddFloatInit(scale, {ScaleFromAmax(it->second, q.non_negative ? kUnsignedSteps : qmax_, q.tensor)}, true);
+      const std::string zp = Fresh(q.tensor + "_zero_point");
+      editor_.AddInitializer(zp, onnx::TensorProto::UINT8, {}, std::string(1, q.non_negative ? '\0' : '\x80'));
+      return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));
+    }
     AddFloatInit(scale, {ScaleFromAmax(it->second, qmax_, q.tensor)}, true);
     const std::string zp = ZeroPointFor(q.tensor, 1, true);
     return AddPair(q.tensor, q.tensor, scale, zp, -1, FirstUse(q));

@@ -25,6 +25,7 @@
 #include "quant/formats.h"
 #include "quant/blocked_weight_search.h"
 #include "quant/placement.h"
+#include "quant/runtime_forms.h"
 
 namespace ptqkit {
 
@@ -49,6 +50,10 @@ struct RewriteOptions {
   const std::map<std::string, const onnx::TensorProto*>* weight_source = nullptr;
   // Blocked weights: the search's options and Grams, --mixed_precision's INT8 weights.
   BlockedWeightOptions blocked;
+  // The runtime's form (quant/runtime_forms.h): with unsigned_activations, activations are stored
+  // as UINT8 (zero point 0 and scale amax/255 for a QuantizedTensor::non_negative one, else zero
+  // point 128 and scale amax/qmax); weights keep the format's storage.
+  const RuntimeForm* runtime = &kTensorRtForm;
 };
 
 // The tensor whose values `t` holds: `t` itself, or the weight_source's tensor of that name when

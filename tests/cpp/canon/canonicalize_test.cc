@@ -231,5 +231,44 @@ TEST(Canonicalize, LeavesAClipWhoseBoundsAreNotAHardSigmoid) {
   EXPECT_EQ(Canonicalize(&m).total(), 0);
 }
 
+TEST(Canonicalize, FoldsASpatialZeroPadIntoTheConvAfterIt) {
+  // TF's "SAME" padding: Pad(0, 0, 0, 1 | 0, 0, 1, 2) -> Conv(pads 1, 0, 0, 1): pads add up.
+  GraphBuilder b;
+  b.Input("x", {1, 4, 7, 7}).Weight("w", {6, 4, 3, 3}, 0.4f).Int64Initializer("p", {0, 0, 0, 1, 0, 0, 1, 2});
+  b.Node("Pad", {"x", "p"}, {"padded"}, "pad");
+  b.Node("Conv", {"padded", "w"}, {"out"}, "conv", {{"pads", {1, 0, 0, 1}}}).Output("out");
+  onnx::ModelProto m = b.Build(17);
+  EXPECT_EQ(FoldAndCompare(&m, {1, 4, 7, 7}).pads_folded, 1);
+  EXPECT_EQ(Count(m, "Pad"), 0);
+  const auto& conv = m.graph().node(0);
+  ASSERT_EQ(conv.op_type(), "Conv");
+  EXPECT_EQ(conv.input(0), "x");
+  const auto& pads = conv.attribute(0).name() == "pads" ? conv.attribute(0) : conv.attribute(1);
+  EXPECT_EQ(std::vector<int64_t>(pads.ints().begin(), pads.ints().end()), (std::vector<int64_t>{1, 1, 1, 3}));
+}
+
+TEST(Canonicalize, LeavesPadsThatAreNotAConvsZeroPadding) {
+  // Channel padding, a reflect Pad, a Pad read twice: none is the Conv's own padding.
+  for (int variant = 0; variant < 3; ++variant) {
+    GraphBuilder b;
+    b.Input("x", {1, 4, 5, 5}).Weight("w", {6, variant == 0 ? 6 : 4, 3, 3}, 0.4f);
+    b.Int64Initializer("p", variant == 0 ? std::vector<int64_t>{0, 1, 1, 1, 0, 1, 1, 1}
+                                          : std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1});
+    b.Node("Pad", {"x", "p"}, {"padded"}, "pad");
+    b.Node("Conv", {"padded", "w"}, {"out"}, "conv").Output("out");
+    if (variant == 2) b.Node("Relu", {"padded"}, {"side"}, "side").Output("side");
+    onnx::ModelProto m = b.Build(17);
+    if (variant == 1) {
+      auto* mode = m.mutable_graph()->mutable_node(0)->add_attribute();
+      mode->set_name("mode");
+      mode->set_type(onnx::AttributeProto::STRING);
+      mode->set_s("reflect");
+    }
+    EXPECT_FALSE(HasCanonicalFolds(m)) << "variant " << variant;
+    EXPECT_EQ(Canonicalize(&m).pads_folded, 0) << "variant " << variant;
+    EXPECT_EQ(Count(m, "Pad"), 1);
+  }
+}
+
 }  // namespace
 }  // namespace ptqkit

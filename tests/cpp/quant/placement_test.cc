@@ -305,6 +305,52 @@ GraphBuilder TwoMatMuls() {
   return b;
 }
 
+// --target_runtime ort_cpu (quant/runtime_forms.h): a ResNet-style block as ONNX Runtime fuses it.
+// x -> Conv1 -> Relu -> MaxPool -> Conv2 -> Add(+ pooled) -> Relu -> Conv3 -> Sigmoid -> out
+GraphBuilder ResidualBlock() {
+  GraphBuilder b;
+  b.Input("x", {1, 16, 8, 8}).Weight("w1", {16, 16, 3, 3}).Weight("w2", {16, 16, 3, 3}).Weight("w3", {16, 16, 1, 1});
+  b.Node("Conv", {"x", "w1"}, {"c1"}, "conv1", {{"pads", {1, 1, 1, 1}}});
+  b.Node("Relu", {"c1"}, {"r1"}, "relu1");
+  b.Node("MaxPool", {"r1"}, {"pooled"}, "pool", {{"kernel_shape", {2, 2}}, {"strides", {2, 2}}});
+  b.Node("Conv", {"pooled", "w2"}, {"c2"}, "conv2", {{"pads", {1, 1, 1, 1}}});
+  b.Node("Add", {"c2", "pooled"}, {"sum"}, "residual");
+  b.Node("Relu", {"sum"}, {"r2"}, "relu2");
+  b.Node("Conv", {"r2", "w3"}, {"c3"}, "conv3");
+  b.Node("Sigmoid", {"c3"}, {"out"}, "sigmoid").Output("out");
+  return b;
+}
+
+TEST(Placement, OrtCpuFormQuantizesKernelOutputsAndTheOpsBetweenKernels) {
+  PlacementOptions o;
+  o.runtime = &FindRuntimeForm("ort_cpu");
+  auto p = Plan(ResidualBlock(), o);
+  // Each Conv's output after the Relu ONNX Runtime folds into the uint8 Q; conv3's before Sigmoid.
+  for (const char* t : {"r1", "c2", "r2", "c3"}) ASSERT_NE(p.Find(t), nullptr) << t;
+  EXPECT_EQ(p.Find("c1"), nullptr);  // inside the Conv -> Relu kernel
+  // The residual Add sits between kernels: both inputs and its output (after the Relu) quantized.
+  EXPECT_TRUE(p.NodeQuantized("residual"));
+  ASSERT_NE(p.Find("pooled"), nullptr);
+  EXPECT_EQ(p.Find("pooled")->uses.size(), 2u);  // conv2 and the Add share one pair
+  // MaxPool moves integers: its input and output share one scale.
+  EXPECT_FALSE(p.Find("pooled")->scale_group.empty());
+  EXPECT_EQ(p.Find("pooled")->scale_group, p.Find("r1")->scale_group);
+  // Relu and MaxPool-of-Relu outputs are never negative; a Conv's raw output may be.
+  EXPECT_TRUE(p.Find("r1")->non_negative);
+  EXPECT_TRUE(p.Find("pooled")->non_negative);
+  EXPECT_TRUE(p.Find("r2")->non_negative);
+  EXPECT_FALSE(p.Find("c2")->non_negative);
+  EXPECT_FALSE(p.Find("c3")->non_negative);
+}
+
+TEST(Placement, TrtFormOfTheSameBlockIsUnchanged) {
+  auto p = Plan(ResidualBlock());
+  for (const char* t : {"c2", "sum", "c3"}) EXPECT_EQ(p.Find(t), nullptr) << t;  // no output Q/DQ
+  ASSERT_NE(p.Find("pooled"), nullptr);
+  EXPECT_TRUE(p.Find("pooled")->scale_group.empty());
+  EXPECT_FALSE(p.Find("pooled")->non_negative);  // only forms with unsigned activations mark it
+}
+
 TEST(Selectors, ExactNameDoesNotWidenToPrefix) {
   PlacementOptions o;
   o.nodes_to_exclude = {"/l/MatMul"};

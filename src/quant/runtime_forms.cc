@@ -1,0 +1,142 @@
+#include "quant/runtime_forms.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <limits>
+#include <set>
+
+#include "ptqkit/error.h"
+
+namespace ptqkit {
+namespace {
+
+// ONNX Runtime's CPU QDQ fusions (onnxruntime/core/optimizer/qdq_transformer/selectors_actions/
+// qdq_selector_action_transformer.cc, 1.2x-1.3x): the op types it registers and the kernels they become.
+const std::vector<IntegerKernel> kOrtCpuKernels = {
+    {"Conv", "QLinearConv", KernelPattern::kInputsAndOutput},
+    {"MatMul", "QLinearMatMul / MatMulIntegerToFloat", KernelPattern::kInputsOutputOptional},
+    {"Gemm", "QGemm", KernelPattern::kInputsOutputOptional},
+    {"Add", "QLinearAdd", KernelPattern::kBetweenKernels},
+    {"Mul", "QLinearMul", KernelPattern::kBetweenKernels},
+    {"GlobalAveragePool", "QLinearGlobalAveragePool", KernelPattern::kBetweenKernels},
+    {"AveragePool", "QLinearAveragePool", KernelPattern::kBetweenKernels},
+    {"Concat", "QLinearConcat", KernelPattern::kBetweenKernels},
+    {"MaxPool", "MaxPool (uint8)", KernelPattern::kSameScale},
+    {"Reshape", "Reshape (uint8)", KernelPattern::kSameScale},
+    {"Transpose", "Transpose (uint8)", KernelPattern::kSameScale},
+    {"Squeeze", "Squeeze (uint8)", KernelPattern::kSameScale},
+    {"Unsqueeze", "Unsqueeze (uint8)", KernelPattern::kSameScale},
+    {"Resize", "Resize (uint8)", KernelPattern::kSameScale},
+};
+
+const RuntimeForm kOrtCpuForm = {
+    .name = "ort_cpu",
+    .quantize_op_outputs = true,
+    .unsigned_activations = true,
+    .integer_weights = true,
+    .kernels = &kOrtCpuKernels,
+    .summary = "ONNX Runtime's CPU kernels: Q/DQ also on the outputs of quantized ops and around the ops between them "
+               "that have integer kernels (Add, pooling, Concat), UINT8 activations (zero point 0 after Relu/Clip), "
+               "INT8 weights stored as integers",
+};
+
+const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm};
+
+// The constant bound of a Clip (attribute before opset 11, input from 11), or `fallback`.
+float ClipBound(const GraphIndex& graph, const onnx::NodeProto& n, int input, const char* attribute, float fallback) {
+  if (n.input_size() > input && !n.input(input).empty()) {
+    const onnx::TensorProto* c = graph.Constant(n.input(input));
+    if (c == nullptr || ElementCount(*c) != 1) return std::numeric_limits<float>::quiet_NaN();
+    return TensorToFloats(*c).front();
+  }
+  return FloatAttribute(n, attribute, fallback);
+}
+
+// A Relu, or a Clip whose constant min is 0, before a Q with zero point 0 on the uint8 grid: the
+// runtime drops it (IsClipMadeRedundantByQ), since the Q clamps to the same range. A Clip with
+// another min would not be dropped and would keep the kernel from fusing.
+bool IsRedundantBeforeQ(const GraphIndex& graph, const onnx::NodeProto& n) {
+  if (n.op_type() == "Relu") return true;
+  if (n.op_type() != "Clip") return false;
+  const float lo = ClipBound(graph, n, 1, "min", -std::numeric_limits<float>::max());
+  const float hi = ClipBound(graph, n, 2, "max", std::numeric_limits<float>::max());
+  return lo == 0.0f && hi == hi && hi > 0.0f;  // hi NaN: computed at run time
+}
+
+bool NonNegative(const GraphIndex& graph, const std::string& tensor, int depth) {
+  const int p = graph.Producer(tensor);
+  if (p < 0 || depth > 16) return false;
+  const auto& n = graph.node(p);
+  const std::string& op = n.op_type();
+  if (op == "Relu" || op == "Sigmoid" || op == "Softmax") return true;
+  if (op == "Clip") return ClipBound(graph, n, 1, "min", -1.0f) >= 0.0f;
+  static const std::set<std::string> kKeepsSign = {"MaxPool",   "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                                                   "Reshape",   "Transpose",   "Squeeze",           "Unsqueeze",
+                                                   "Flatten",   "Resize",      "Identity",          "Slice",
+                                                   "Pad",       "Concat",      "Split",             "ReduceMax"};
+  if (!kKeepsSign.count(op) || n.input_size() == 0) return false;
+  // Pad with a non-zero constant, or Concat/Split of any signed input, may bring negatives.
+  if (op == "Pad" && n.input_size() > 2 && !n.input(2).empty()) {
+    const onnx::TensorProto* c = graph.Constant(n.input(2));
+    if (c == nullptr || TensorToFloats(*c).front() < 0.0f) return false;
+  }
+  if (op == "Concat") {
+    for (const auto& in : n.input()) {
+      if (!NonNegative(graph, in, depth + 1)) return false;
+    }
+    return true;
+  }
+  return NonNegative(graph, n.input(0), depth + 1);
+}
+
+}  // namespace
+
+const RuntimeForm kTensorRtForm = {
+    .name = "trt",
+    .summary = "TensorRT's explicit quantization (OpenVINO reads it alike): Q/DQ on the inputs of Conv, MatMul, Gemm "
+               "and the ops the placement rules name; INT8 activations, symmetric",
+};
+
+const RuntimeForm& FindRuntimeForm(std::string_view name) {
+  for (const RuntimeForm* form : kForms) {
+    if (form->name == name) return *form;
+  }
+  throw Error(fmt::format("unknown --target_runtime '{}' (expected {})", name, fmt::join(RuntimeFormNames(), " or ")));
+}
+
+std::vector<std::string> RuntimeFormNames() {
+  std::vector<std::string> names;
+  for (const RuntimeForm* form : kForms) names.emplace_back(form->name);
+  return names;
+}
+
+const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat& format) {
+  const RuntimeForm& form = FindRuntimeForm(name);
+  const bool int8 = format.storage_type == onnx::TensorProto::INT8 && !format.placement.weight_only;
+  return int8 ? form : kTensorRtForm;
+}
+
+const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node) {
+  if (form.kernels == nullptr || !node.domain().empty()) return nullptr;
+  for (const auto& k : *form.kernels) {
+    if (k.op_type == node.op_type()) return &k;
+  }
+  return nullptr;
+}
+
+std::string KernelOutput(const GraphIndex& graph, int node) {
+  const auto& n = graph.node(node);
+  if (n.output_size() != 1 || n.output(0).empty()) return "";
+  const std::string& out = n.output(0);
+  const auto& uses = graph.Consumers(out);
+  if (uses.size() == 1 && !graph.IsGraphOutput(out)) {
+    const auto& next = graph.node(uses[0].node);
+    if (uses[0].input == 0 && next.output_size() == 1 && IsRedundantBeforeQ(graph, next)) return next.output(0);
+  }
+  return out;
+}
+
+bool IsNonNegative(const GraphIndex& graph, const std::string& tensor) { return NonNegative(graph, tensor, 0); }
+
+}  // namespace ptqkit
