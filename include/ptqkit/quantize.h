@@ -250,6 +250,14 @@ struct QuantizeReport {
   // nvfp4/mxfp8 --quantize_activations: activations quantized in blocks scaled at run time (each
   // also counted in qdq_pairs).
   int dynamic_block_activations = 0;
+  // --target_runtime's form of an int8 run ("trt", "ort_cpu"; "trt" for every other mode), the
+  // MatMuls whose input that form quantizes at run time (ort_cpu: DynamicQuantizeLinear), and the
+  // quantized nodes, by op type, for which that runtime has no integer kernel (they run in float
+  // between a DequantizeLinear and a QuantizeLinear; empty for trt, which chooses its kernels itself).
+  std::string runtime_form = "trt";
+  int dynamic_matmuls = 0;
+  int int8_embeddings = 0;  // embedding tables the form stores as INT8 rows
+  std::map<std::string, int> without_integer_kernel;
   // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
   // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
   int ort_fp16_bias_overflows = 0;

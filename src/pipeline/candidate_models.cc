@@ -39,9 +39,9 @@ std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::st
 }
 
 int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                       const RuntimeOptions& runtime, double alpha) {
+                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha) {
   const ScopePlacement& main = plan.scopes().front();
-  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan);
+  const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan, form.fuses_exported_gelu);
   if (sites.empty()) return 0;
   std::map<std::string, int> axis;
   for (const auto& s : sites) axis[s.tensor] = -1;

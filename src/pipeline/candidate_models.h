@@ -49,8 +49,9 @@ int EqualizeDepthwiseConvInputs(onnx::ModelProto* model, const ModelPlacement& p
 // SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
 // Edits `model`; returns the number of smoothed inputs.
+// Sites the runtime's form needs as they are (RuntimeForm::fuses_exported_gelu) are left alone.
 int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                       const RuntimeOptions& runtime, double alpha);
+                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha);
 
 struct CandidateRecipe {
   const QuantizeOptions* options = nullptr;

@@ -216,7 +216,8 @@ void CalibrateOnData(const QuantizeOptions& o, calib::Method method, PreparedMod
     if (report->equalized_depthwise_convs > 0) *plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
   }
   if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && !saving) {
-    report->smoothed_matmul_inputs = SmoothMatMulInputs(&model, **plan, data, Runtime(o), o.smoothquant_alpha);
+    const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, FindFormat(o.quantize_mode, "--quantize_mode"));
+    report->smoothed_matmul_inputs = SmoothMatMulInputs(&model, **plan, data, form, Runtime(o), o.smoothquant_alpha);
   }
   CaptureRequest request;
   request.tensors = (*plan)->ActivationTensors();
@@ -338,6 +339,20 @@ SearchChoices SearchPlacements(const QuantizeOptions& o, PreparedModel& prepared
   return chosen;
 }
 
+// The runtime form's part of the report: which quantized op types that runtime has no integer
+// kernel for.
+void ReportRuntimeForm(const QuantizeOptions& o, const QuantFormat& format, const std::map<std::string, int>& by_op,
+                       QuantizeReport* report) {
+  const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, format);
+  report->runtime_form = std::string(form.name);
+  if (form.kernels == nullptr) return;
+  for (const auto& [op, n] : by_op) {
+    onnx::NodeProto probe;
+    probe.set_op_type(op);
+    if (FindIntegerKernel(form, probe) == nullptr) report->without_integer_kernel[op] = n;
+  }
+}
+
 // Writing the FP32 model under a quantized name would hide that nothing was done: an error, unless
 // the user's or a search's exclusions asked for it (then a warning).
 void CheckSomethingQuantized(const QuantizeOptions& o, const RewriteStats& stats, const SearchChoices& chosen,
@@ -448,6 +463,9 @@ QuantizeReport Quantize(const QuantizeOptions& o) {
   report.left_in_float = plan->LeftInFloat();
   const RewriteStats stats = build.Rewrite(plan.get(), amax, &report.bias_corrected_convs);
   report.qdq_pairs = stats.qdq_pairs;
+  report.dynamic_matmuls = stats.dynamic_matmuls;
+  report.int8_embeddings = stats.int8_embeddings;
+  ReportRuntimeForm(o, format, report.quantized_by_op_type, &report);
   CheckSomethingQuantized(o, stats, chosen, report);
   ConvertPrecision(&model, o, &report);
   report.ort_fp16_bias_overflows = CountFp16BiasOverflows(model.graph());

@@ -124,6 +124,17 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }
   for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
+  if (r.runtime_form != "trt") {
+    fmt::format_to(it,
+                   "form for --target_runtime {}: {} MatMul(s) quantize their input at run time, {} embedding "
+                   "table(s) in INT8 rows",
+                   r.runtime_form, r.dynamic_matmuls, r.int8_embeddings);
+    if (r.without_integer_kernel.empty()) fmt::format_to(it, "; every quantized op has an integer kernel there\n");
+    for (const auto& [op, n] : r.without_integer_kernel) {
+      fmt::format_to(it, "; {} {} without an integer kernel there (run in float between Q/DQ)", n, op);
+    }
+    if (!r.without_integer_kernel.empty()) fmt::format_to(it, "\n");
+  }
   std::vector<std::string> int8_nodes;  // --mixed_precision: the nodes whose weight is INT8
   for (const auto& [node, precision] : r.weight_precision) {
     if (precision == "int8" && format.name != "int8") int8_nodes.push_back(node);

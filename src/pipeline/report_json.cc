@@ -73,6 +73,10 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["left_in_float"] = nlohmann::ordered_json::array();
   for (const auto& [node, why] : r.left_in_float) j["left_in_float"].push_back({{"node", node}, {"reason", why}});
   j["qdq_pairs"] = r.qdq_pairs;
+  j["runtime_form"] = {{"name", r.runtime_form},
+                       {"dynamic_matmuls", r.dynamic_matmuls},
+                       {"int8_embeddings", r.int8_embeddings},
+                       {"without_integer_kernel", r.without_integer_kernel}};
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
   j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;

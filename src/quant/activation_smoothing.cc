@@ -10,6 +10,7 @@
 #include <set>
 
 #include "onnx/fresh_name.h"
+#include "quant/graph_patterns.h"
 
 namespace ptqkit {
 namespace {
@@ -67,7 +68,8 @@ void WithFloats(onnx::TensorProto* t, F f) {
 
 }  // namespace
 
-std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Placement& plan) {
+std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Placement& plan,
+                                              bool keep_gelu_constants) {
   std::set<int> quantized(plan.quantized_nodes.begin(), plan.quantized_nodes.end());
   std::set<std::string> candidates;
   for (int i : plan.quantized_nodes) {
@@ -81,6 +83,7 @@ std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Pla
     if (p < 0) continue;
     const auto& mul = index.node(p);
     if (mul.op_type() != "Mul" || !mul.domain().empty() || mul.input_size() != 2) continue;
+    if (keep_gelu_constants && IsExportedGeluTail(index, p)) continue;
     const int ci = index.IsConstant(mul.input(1)) ? 1 : index.IsConstant(mul.input(0)) ? 0 : -1;
     if (ci < 0 || index.IsConstant(mul.input(1 - ci))) continue;
     SmoothingSite site{x, p, ci, {}};

@@ -33,8 +33,10 @@ struct SmoothingSite {
 };
 
 // Sites of the plan's quantized MatMuls (main graph) where smoothing can be folded; X's channels
-// are its last axis.
-std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Placement& plan);
+// are its last axis. With keep_gelu_constants, not the final "* 0.5" of an exported GELU
+// (IsExportedGeluTail): a runtime that fuses GELU (ONNX Runtime's GeluFusion) needs it scalar.
+std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Placement& plan,
+                                              bool keep_gelu_constants = false);
 
 // s_j as above; 1 where amax_j or wmax_j is 0 (nothing to balance). REQUIRES: sizes equal, alpha in (0, 1].
 std::vector<float> SmoothingScales(const std::vector<float>& activation_amax, const std::vector<float>& weight_amax,

@@ -69,6 +69,27 @@ bool IsAttentionMatMul(const GraphIndex& graph, int node) {
   return false;
 }
 
+bool IsExportedGeluTail(const GraphIndex& graph, int mul) {
+  const auto& n = graph.node(mul);
+  if (n.op_type() != "Mul" || n.input_size() != 2) return false;
+  const auto produced_by = [&](const std::string& t, const char* op) {
+    const int p = graph.Producer(t);
+    return p >= 0 && graph.node(p).op_type() == op ? p : -1;
+  };
+  for (const auto& in : n.input()) {
+    const int inner = produced_by(in, "Mul");
+    if (inner < 0) continue;
+    for (const auto& t : graph.node(inner).input()) {
+      const int add = produced_by(t, "Add");
+      if (add < 0) continue;
+      for (const auto& a : graph.node(add).input()) {
+        if (produced_by(a, "Erf") >= 0) return true;
+      }
+    }
+  }
+  return false;
+}
+
 std::pair<int64_t, int64_t> GemmDims(const GraphIndex& graph, int node) {
   const auto& n = graph.node(node);
   if (n.input_size() < 2) return {-1, -1};

@@ -22,6 +22,10 @@ int ConvSourceThroughLayout(const GraphIndex& graph, const std::string& tensor);
 // True for MatMul nodes in the attention core MatMul -> [Mul|Div] -> [Add mask] -> Softmax -> MatMul.
 bool IsAttentionMatMul(const GraphIndex& graph, int node);
 
+// True for the Mul by a constant that ends an exported GELU, Mul(Mul(x, Add(Erf(..), ..)), 0.5):
+// the constant ONNX Runtime's GeluFusion requires to be the scalar 0.5.
+bool IsExportedGeluTail(const GraphIndex& graph, int mul);
+
 // {K, N} of a MatMul/Gemm whose weight is constant; {-1, -1} when unknown.
 std::pair<int64_t, int64_t> GemmDims(const GraphIndex& graph, int node);
 

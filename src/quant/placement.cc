@@ -67,6 +67,7 @@ class Planner {
     } else {
       ApplyRules();
       ExtendToIntegerKernels(true);
+      QuantizeEmbeddings();
     }
     ShareConcatScales();
     return Finish();
@@ -207,6 +208,7 @@ class Planner {
   // Q/DQ on its kernel output where its kernel needs one or another integer kernel reads it.
   void ExtendToIntegerKernels(bool neighbours) {
     if (!runtime_.quantize_op_outputs) return;
+    LeaveFloatBeforeFloatActivations();
     std::set<int> region = core_quantized_;
     for (bool grew = neighbours; grew;) {
       grew = false;
@@ -218,6 +220,78 @@ class Planner {
       }
     }
     for (int i : region) QuantizeKernelOutput(i, region);  // ascending: producers before consumers
+  }
+
+  // A kernel that needs its output quantized, whose output only a float activation reads (HardSwish:
+  // no runtime here has an integer kernel for it), would cost a Q and a DQ around that activation
+  // and quantize the tensor twice: on PP-LCNet (Conv -> HardSwish throughout) ONNX Runtime ran such
+  // a form at 0.85x FP32 and lost 6 points of top-1. Such nodes stay in float, with the reason.
+  void LeaveFloatBeforeFloatActivations() {
+    std::vector<int> dropped;
+    for (int i : core_quantized_) {
+      const IntegerKernel* kernel = FindIntegerKernel(runtime_, g_.node(i));
+      if (kernel == nullptr || kernel->pattern != KernelPattern::kInputsAndOutput) continue;
+      const std::string out = KernelOutput(g_, i);
+      if (out.empty()) continue;
+      const auto& uses = g_.Consumers(out);
+      const bool float_activation = std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
+        return IsFloatOnlyActivation(runtime_, g_.node(u.node));
+      });
+      const bool integer_reader = std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
+        return core_quantized_.count(u.node) > 0;
+      });
+      if (float_activation && !integer_reader) dropped.push_back(i);
+    }
+    for (int i : dropped) {
+      UnquantizeNode(i, fmt::format("--target_runtime {}: its output feeds {}, which has no integer kernel there "
+                                    "(a Q/DQ pair around it would cost more than the integer {} saves)",
+                                    runtime_.name, g_.node(g_.Consumers(KernelOutput(g_, i)).front().node).op_type(),
+                                    g_.node(i).op_type()));
+    }
+  }
+
+  // Takes node i out of the plan: its uses go, and entries left without uses.
+  void UnquantizeNode(int i, const std::string& reason) {
+    for (auto& t : plan_.tensors) {
+      t.uses.erase(std::remove_if(t.uses.begin(), t.uses.end(), [&](const TensorUse& u) { return u.node == i; }),
+                   t.uses.end());
+    }
+    plan_.tensors.erase(std::remove_if(plan_.tensors.begin(), plan_.tensors.end(),
+                                       [](const QuantizedTensor& t) { return t.uses.empty(); }),
+                        plan_.tensors.end());
+    tensor_slot_.clear();  // indices moved
+    for (size_t k = 0; k < plan_.tensors.size(); ++k) {
+      const auto& t = plan_.tensors[k];
+      tensor_slot_[t.tensor] = k;
+      tensor_slot_[t.tensor + "#" + std::to_string(t.axis) + (t.embedding ? "#embedding" : "")] = k;
+    }
+    quantized_nodes_.erase(i);
+    core_quantized_.erase(i);
+    plan_.float_reasons[i] = reason;
+  }
+
+  // RuntimeForm::int8_embeddings: Gathers of a large constant float table by run-time indices.
+  void QuantizeEmbeddings() {
+    if (!runtime_.int8_embeddings) return;
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const auto& n = g_.node(i);
+      if (n.op_type() != "Gather" || !n.domain().empty() || n.input_size() != 2 || IntAttribute(n, "axis", 0) != 0) {
+        continue;
+      }
+      const onnx::TensorProto* table = g_.Constant(n.input(0));
+      if (table == nullptr || table->dims_size() != 2 || ElementCount(*table) < kMinEmbeddingElements ||
+          table->data_type() != onnx::TensorProto::FLOAT || g_.IsConstant(n.input(1))) {
+        continue;
+      }
+      if (!WhyNotReplaceable(g_, n.input(0)).empty() || Excluded(i)) continue;
+      QuantizedTensor q;
+      q.tensor = n.input(0);
+      q.is_weight = true;
+      q.embedding = true;
+      q.axis = 0;
+      AddUse(q, {i, 0});
+      quantized_nodes_.insert(i);
+    }
   }
 
   // The node whose kernel output `tensor` is (its output, or after a Relu/Clip it folds), or -1.
@@ -326,7 +400,7 @@ class Planner {
 
   // One entry per (tensor, axis): a weight shared by nodes that need different axes gets two.
   void AddUse(const QuantizedTensor& q, TensorUse use) {
-    const std::string key = q.tensor + "#" + std::to_string(q.axis);
+    const std::string key = q.tensor + "#" + std::to_string(q.axis) + (q.embedding ? "#embedding" : "");
     auto it = tensor_slot_.find(key);
     if (it == tensor_slot_.end()) {
       tensor_slot_[q.tensor] = plan_.tensors.size();  // plain name: "is this tensor quantized at all"

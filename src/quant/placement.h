@@ -72,6 +72,9 @@ struct QuantizedTensor {
   // MatMul, 1 for Gemm transB=1, else 0); every use is input 1 of a MatMul/Gemm, whose input 0 is
   // the activation the blocks' errors are weighed on. -1 otherwise.
   int block_axis = -1;
+  // An embedding table (RuntimeForm::int8_embeddings): a constant [V, D] read as input 0 of Gathers
+  // (axis 0) by run-time indices, stored as INT8 rows with one scale per row (axis 0).
+  bool embedding = false;
   // An activation quantized in blocks along its last axis, each block's scale computed at run time
   // (quant/dynamic_block_activation.h); its uses are input 0 of MatMul/Gemm nodes.
   bool dynamic_blocks = false;

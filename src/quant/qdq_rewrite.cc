@@ -12,6 +12,7 @@
 #include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
 #include "quant/dynamic_block_activation.h"
+#include "quant/dynamic_matmul.h"
 #include "quant/numerics.h"
 #include "quant/qdq_blocked_weight.h"
 
@@ -43,6 +44,10 @@ class Rewriter {
     std::vector<std::pair<TensorUse, std::string>> rewires;
     for (size_t i = 0; i < plan.tensors.size(); ++i) {
       const QuantizedTensor& q = plan.tensors[i];
+      if (q.embedding) {  // rewrites its Gathers itself: nothing to rewire
+        AddEmbedding(q);
+        continue;
+      }
       const std::string dq_out = q.block_axis >= 0   ? AddBlockedWeight(q)
                                  : q.dynamic_blocks ? AddDynamicBlockActivation(q, amax)
                                  : q.is_weight      ? AddWeight(q)
@@ -61,6 +66,7 @@ class Rewriter {
     editor_.Splice();
     // Blocked weights are always stored quantized, like dq_only ones.
     if (options_.dq_only || !blocked_readers.empty()) DropUnusedWeights(plan);
+    if (options_.runtime->dynamic_matmuls) stats_.dynamic_matmuls = WriteDynamicMatMuls(graph_, options_.reserved_names);
     return stats_;
   }
 
@@ -202,6 +208,41 @@ class Rewriter {
                                           QdqInputs(qname, scale, zp), dq_out, q.axis));
     ++stats_.qdq_pairs;
     return dq_out;
+  }
+
+  // An embedding table as INT8 rows with one scale per row; each Gather reading it becomes
+  //   Mul(Cast<float>(Gather(rows, ids)), Gather(row_scales [V, 1], ids))
+  // (the Gather node itself turns into the Mul: its name and output stay), so only the gathered
+  // rows are dequantized, and the same values as DequantizeLinear(rows, scales, axis 0) give.
+  void AddEmbedding(const QuantizedTensor& q) {
+    const onnx::TensorProto* w = &WeightValues(*index_.Constant(q.tensor), options_);
+    const std::vector<float> values = TensorToFloats(*w);
+    const std::vector<int64_t> shape = TensorShape(*w);
+    std::vector<float> scales;
+    for (float a : AbsMaxPerChannel(values.data(), shape, 0)) scales.push_back(ScaleFromAmax(a, weight_qmax_, q.tensor));
+    const std::string rows = Fresh(q.tensor + "_quantized");
+    AddQuantizedInit(rows, shape, QuantizeWeight(values, shape, 0, scales));
+    const std::string row_scales = Fresh(q.tensor + "_row_scale");
+    editor_.AddInitializer(row_scales, onnx::TensorProto::FLOAT, {shape[0], 1},
+                           std::string(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float)));
+    for (const auto& use : q.uses) {
+      onnx::NodeProto* gather = graph_->mutable_node(use.node);
+      const std::string ids = gather->input(1);
+      const std::string& out = gather->output(0);
+      const std::string picked = Fresh(out + "_rows"), as_float = Fresh(out + "_rows_float");
+      const std::string picked_scales = Fresh(out + "_row_scales");
+      editor_.InsertBefore(use.node, GraphEditor::MakeNode("Gather", Fresh(gather->name() + "_rows"), {rows, ids}, picked));
+      editor_.InsertBefore(use.node, GraphEditor::MakeNode("Cast", Fresh(gather->name() + "_Cast"), {picked}, as_float,
+                                                           {{"to", onnx::TensorProto::FLOAT}}));
+      editor_.InsertBefore(use.node, GraphEditor::MakeNode("Gather", Fresh(gather->name() + "_row_scales"),
+                                                           {row_scales, ids}, picked_scales));
+      gather->set_op_type("Mul");
+      gather->clear_attribute();
+      gather->set_input(0, as_float);
+      gather->set_input(1, picked_scales);
+    }
+    ++stats_.weight_tensors;
+    ++stats_.int8_embeddings;
   }
 
   // The stored weight bytes, computed with the format's scalar reference numerics (bit-exact with

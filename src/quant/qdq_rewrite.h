@@ -71,6 +71,8 @@ struct RewriteStats {
   int scale_muls = 0;          // Mul nodes inserted for them
   int high_weights = 0;        // weights stored in blocked.high_format (--mixed_precision)
   int dynamic_activations = 0;  // activations quantized in blocks scaled at run time (also in qdq_pairs)
+  int dynamic_matmuls = 0;      // MatMuls whose input is quantized at run time (RuntimeForm::dynamic_matmuls)
+  int int8_embeddings = 0;      // Gathers of embedding tables stored as INT8 rows (QuantizedTensor::embedding)
 };
 
 // REQUIRES: `plan` was made from a GraphIndex over model->graph() and the graph has not changed

@@ -28,6 +28,7 @@ const std::vector<IntegerKernel> kOrtCpuKernels = {
     {"Squeeze", "Squeeze (uint8)", KernelPattern::kSameScale},
     {"Unsqueeze", "Unsqueeze (uint8)", KernelPattern::kSameScale},
     {"Resize", "Resize (uint8)", KernelPattern::kSameScale},
+    {"Gather", "Gather (uint8; INT8 embedding rows)", KernelPattern::kSameScale},
 };
 
 const RuntimeForm kOrtCpuForm = {
@@ -35,10 +36,14 @@ const RuntimeForm kOrtCpuForm = {
     .quantize_op_outputs = true,
     .unsigned_activations = true,
     .integer_weights = true,
+    .fuses_exported_gelu = true,
+    .int8_embeddings = true,
+    .dynamic_matmuls = true,
     .kernels = &kOrtCpuKernels,
     .summary = "ONNX Runtime's CPU kernels: Q/DQ also on the outputs of quantized ops and around the ops between them "
                "that have integer kernels (Add, pooling, Concat), UINT8 activations (zero point 0 after Relu/Clip), "
-               "INT8 weights stored as integers",
+               "INT8 weights stored as integers, MatMuls with a float output quantized at run time, embedding "
+               "tables in INT8 rows",
 };
 
 const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm};
@@ -123,6 +128,12 @@ const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::Node
     if (k.op_type == node.op_type()) return &k;
   }
   return nullptr;
+}
+
+bool IsFloatOnlyActivation(const RuntimeForm& form, const onnx::NodeProto& node) {
+  static const std::set<std::string> kActivations = {"HardSwish", "HardSigmoid", "Tanh", "Elu",  "Selu",     "Softplus",
+                                                     "PRelu",     "Erf",         "Gelu", "Mish", "Celu",     "Softsign"};
+  return node.domain().empty() && kActivations.count(node.op_type()) > 0 && FindIntegerKernel(form, node) == nullptr;
 }
 
 std::string KernelOutput(const GraphIndex& graph, int node) {

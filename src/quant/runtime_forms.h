@@ -42,6 +42,8 @@ enum class KernelPattern {
   kSameScale,
 };
 
+inline constexpr int64_t kMinEmbeddingElements = int64_t{1} << 16;
+
 struct IntegerKernel {
   std::string_view op_type;
   std::string_view kernel;  // what the runtime runs, for reports ("QLinearConv")
@@ -60,6 +62,17 @@ struct RuntimeForm {
   bool unsigned_activations = false;
   // Weights stored as quantized initializers with a DequantizeLinear (as --dq_only).
   bool integer_weights = false;
+  // The runtime fuses exported GELUs (x * 0.5 * (1 + erf(x / sqrt 2))) only with their scalar
+  // constants: activation smoothing leaves the final "* 0.5" alone (measured on all-MiniLM-L6 in
+  // ONNX Runtime: an unfused GELU cost 1.5 ms of 5.4).
+  bool fuses_exported_gelu = false;
+  // Large embedding tables (a Gather of a constant [V, D] float table by run-time indices, at least
+  // kMinEmbeddingElements values) stored as INT8 rows, one scale per row, dequantized after the
+  // Gather (only the rows gathered): a transformer's word embeddings are half its file.
+  bool int8_embeddings = false;
+  // A MatMul whose output stays float reads its input quantized at run time instead
+  // (quant/dynamic_matmul.h): the runtime's integer kernel then takes the bias Add too.
+  bool dynamic_matmuls = false;
   // The runtime's integer kernels reached through Q/DQ; empty: every op follows the placement rules.
   const std::vector<IntegerKernel>* kernels = nullptr;
   std::string_view summary;  // one line for the help text and the report
@@ -81,6 +94,10 @@ const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat
 // The integer kernel `form` builds for node `node`, or nullptr. REQUIRES: the model's opset is at
 // least 13 (every INT8 output's is: per-channel Q/DQ), where all these fusions apply.
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node);
+
+// True for an elementwise activation `form` has no integer kernel for (HardSwish, HardSigmoid,
+// Tanh, Erf, ...).
+bool IsFloatOnlyActivation(const RuntimeForm& form, const onnx::NodeProto& node);
 
 // The tensor a runtime quantizes as node `node`'s output: its output, or the output of the Relu or
 // Clip (constant bounds) that is its only consumer, which the runtime folds into the kernel when
