@@ -208,6 +208,89 @@ def test_reduce_range_stores_seven_bit_weights(cli, tmp_path):
     assert (ref.argmax(1) == got.argmax(1)).mean() >= 0.95
 
 
+def test_ort_cpu_encoder_matmuls_quantize_their_input_at_run_time_with_the_bias_fused(cli, tmp_path):
+    """A MatMul with a float output is written as DynamicQuantizeLinear -> MatMulInteger -> Cast ->
+    Mul, its bias Add after it with the constant second: ONNX Runtime fuses the bias into the kernel."""
+    model, calib = tmp_path / "enc.onnx", tmp_path / "calib.npy"
+    _tiny_encoder(model)
+    np.save(calib, np.random.default_rng(8).normal(0, 1, (32, 16, 64)).astype(np.float32))
+    out = tmp_path / "q.onnx"
+    cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
+    ops = [n.op_type for n in onnx.load(str(out)).graph.node]
+    assert ops.count("MatMulInteger") == 2 and ops.count("DynamicQuantizeLinear") == 2, ops
+    assert "MatMul" not in ops and "QuantizeLinear" not in ops, ops  # the static pairs went with the MatMuls
+    fused = _optimized_ops(out, tmp_path)
+    assert fused.count("DynamicQuantizeMatMul") == 2 and "Add" not in fused, fused  # biases inside the kernels
+
+
+def _embedding_model(path, vocab=300, dim=256):
+    rng = np.random.default_rng(4)
+    table = rng.normal(0, 0.5, (vocab, dim)).astype(np.float32)
+    table[7] *= 20  # one row far larger than the rest: per-row scales keep the others fine
+    inits = [numpy_helper.from_array(table, "table"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (dim, dim)).astype(np.float32), "w")]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+             helper.make_node("MatMul", ["e", "w"], ["m"], name="proj"),
+             helper.make_node("Relu", ["m"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "embed", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, dim])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return table
+
+
+def test_ort_cpu_stores_embedding_tables_as_int8_rows(cli, tmp_path):
+    model, calib = tmp_path / "emb.onnx", tmp_path / "calib.npy"
+    table = _embedding_model(model)
+    rng = np.random.default_rng(2)
+    np.save(calib, rng.integers(0, 300, (16, 8)).astype(np.int64))
+    out = tmp_path / "q.onnx"
+    cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
+    m = onnx.load(str(out))
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    assert "table" not in inits  # the float table is gone
+    rows = [v for v in inits.values() if v.dtype == np.int8 and v.shape == table.shape]
+    scales = [v for v in inits.values() if v.shape == (table.shape[0], 1)]
+    assert len(rows) == 1 and len(scales) == 1
+    np.testing.assert_allclose(rows[0] * scales[0], table, atol=float(scales[0].max()) / 2 * 1.0001)
+    assert np.abs(rows[0]).max(axis=1).min() == 127  # each row uses its whole grid
+    assert out.stat().st_size < 0.4 * model.stat().st_size
+    ids = rng.integers(0, 300, (4, 8)).astype(np.int64)
+    ids[0, 0] = 7
+    ref = _session(model, basic=True).run(None, {"ids": ids})[0]
+    for basic in (True, False):
+        got = _session(out, basic=basic).run(None, {"ids": ids})[0]
+        assert np.abs(got - ref).max() <= 0.05 * np.abs(ref).max()
+
+
+def test_ort_cpu_leaves_a_conv_before_hardswish_in_float(cli, tmp_path):
+    """ONNX Runtime has no integer HardSwish: an integer Conv before it would need a Q/DQ pair around
+    the HardSwish, which measured slower than FP32 on PP-LCNet; the Conv stays float, with the reason."""
+    rng = np.random.default_rng(6)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 3, 3)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1] * 4),
+             helper.make_node("HardSwish", ["c1"], ["h1"], name="hswish"),
+             helper.make_node("Conv", ["h1", "w2"], ["c2"], name="conv2", pads=[1] * 4),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["r2"], ["y"], name="gap")]
+    g = helper.make_graph(nodes, "hswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 1, 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model, calib, out = tmp_path / "m.onnx", tmp_path / "calib.npy", tmp_path / "q.onnx"
+    onnx.save(m, str(model))
+    np.save(calib, rng.normal(0, 1, (16, 32, 8, 8)).astype(np.float32))
+    r = cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
+    assert "conv1" in r.stdout and "HardSwish, which has no integer kernel" in r.stdout, r.stdout
+    q = onnx.load(str(out))
+    conv1 = next(n for n in q.graph.node if n.name == "conv1")
+    assert list(conv1.input) == ["x", "w1"]  # no Q/DQ on its input, float weight
+    fused = _optimized_ops(out, tmp_path)
+    assert fused.count("QLinearConv") == 1, fused  # conv2, reading the HardSwish output
+
+
 @pytest.mark.parametrize("args,message", [
     (["--target_runtime", "tensorrt"], "--target_runtime: 'tensorrt' is not one of trt, ort_cpu"),
     (["--quantize_mode", "fp8", "--reduce_range"], "--reduce_range applies to --quantize_mode int8 only"),
