@@ -291,6 +291,36 @@ def test_ort_cpu_leaves_a_conv_before_hardswish_in_float(cli, tmp_path):
     assert fused.count("QLinearConv") == 1, fused  # conv2, reading the HardSwish output
 
 
+def _openvino_i8_share(path):
+    """(compute nodes OpenVINO's CPU plugin runs in i8/u8, all Convolution/FullyConnected/MatMul nodes)."""
+    import openvino as ov
+    compiled = ov.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": 1})
+    kinds = [(op.get_rt_info()["layerType"].astype(str), op.get_rt_info()["runtimePrecision"].astype(str))
+             for op in compiled.get_runtime_model().get_ordered_ops()]
+    compute = [p for k, p in kinds if k in ("Convolution", "FullyConnected", "MatMul")]
+    return sum(p in ("i8", "u8") for p in compute), len(compute)
+
+
+def test_openvino_runs_the_trt_form_in_integer_kernels(cli, clip_cnn, tmp_path):
+    """OpenVINO's low-precision transformations read the TensorRT form's Q/DQ on inputs: both Convs
+    and the FC of the tiny CNN run in i8/u8 there (the CNN's Gemm produces the graph output, so the
+    placement rules leave it float: 2 of 3)."""
+    model, calib, _ = clip_cnn
+    out = tmp_path / "trt.onnx"
+    cli.quantize(model, out, "--calibration_data_path", calib)
+    assert _openvino_i8_share(out) == (2, 3)
+    assert _openvino_i8_share(model)[0] == 0
+
+
+def test_openvino_runs_the_encoder_matmuls_of_the_trt_form_in_integer_kernels(cli, tmp_path):
+    model, calib = tmp_path / "enc.onnx", tmp_path / "calib.npy"
+    _tiny_encoder(model)
+    np.save(calib, np.random.default_rng(8).normal(0, 1, (32, 16, 64)).astype(np.float32))
+    out = tmp_path / "q.onnx"
+    cli.quantize(model, out, "--calibration_data_path", calib)
+    assert _openvino_i8_share(out) == (2, 2)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--target_runtime", "tensorrt"], "--target_runtime: 'tensorrt' is not one of trt, ort_cpu"),
     (["--quantize_mode", "fp8", "--reduce_range"], "--reduce_range applies to --quantize_mode int8 only"),
