@@ -67,6 +67,8 @@ RewriteStats ModelPlacement::Rewrite(const std::map<std::string, float>& activat
     const RewriteStats stats = InsertQdqInSubgraph(s.scope.graph, outer, s.plan, activation_amax, options);
     total.qdq_pairs += stats.qdq_pairs;
     total.weight_tensors += stats.weight_tensors;
+    total.dynamic_matmuls += stats.dynamic_matmuls;
+    total.int8_embeddings += stats.int8_embeddings;
   }
   return total;
 }

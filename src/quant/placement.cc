@@ -208,7 +208,7 @@ class Planner {
   // Q/DQ on its kernel output where its kernel needs one or another integer kernel reads it.
   void ExtendToIntegerKernels(bool neighbours) {
     if (!runtime_.quantize_op_outputs) return;
-    LeaveFloatBeforeFloatActivations();
+    LeaveFloatWhereIntegerCostsMore();
     std::set<int> region = core_quantized_;
     for (bool grew = neighbours; grew;) {
       grew = false;
@@ -222,32 +222,41 @@ class Planner {
     for (int i : region) QuantizeKernelOutput(i, region);  // ascending: producers before consumers
   }
 
-  // A kernel that needs its output quantized, whose output only a float activation reads (HardSwish:
-  // no runtime here has an integer kernel for it), would cost a Q and a DQ around that activation
-  // and quantize the tensor twice: on PP-LCNet (Conv -> HardSwish throughout) ONNX Runtime ran such
-  // a form at 0.85x FP32 and lost 6 points of top-1. Such nodes stay in float, with the reason.
-  void LeaveFloatBeforeFloatActivations() {
-    std::vector<int> dropped;
+  // Where this runtime's integer kernel costs more than it saves, the node stays in float, with the
+  // reason (measured in ONNX Runtime on this project's corpus):
+  //  - a kernel that needs its output quantized, whose output only a float activation reads
+  //    (HardSwish): a Q and a DQ around that activation and the tensor quantized twice; PP-LCNet
+  //    (Conv -> HardSwish throughout) ran at 0.85x FP32 and lost 6 points of top-1;
+  //  - a MatMul of two run-time inputs whose output stays float (attention's Q·K^T): static Q on
+  //    both inputs and MatMulIntegerToFloat were slower than the float FusedMatMul (all-MiniLM-L6
+  //    4.31 ms against 4.15 ms with those 6 MatMuls in float, same accuracy).
+  void LeaveFloatWhereIntegerCostsMore() {
+    std::vector<std::pair<int, std::string>> dropped;
     for (int i : core_quantized_) {
       const IntegerKernel* kernel = FindIntegerKernel(runtime_, g_.node(i));
-      if (kernel == nullptr || kernel->pattern != KernelPattern::kInputsAndOutput) continue;
       const std::string out = KernelOutput(g_, i);
-      if (out.empty()) continue;
+      if (kernel == nullptr || out.empty()) continue;
       const auto& uses = g_.Consumers(out);
-      const bool float_activation = std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
-        return IsFloatOnlyActivation(runtime_, g_.node(u.node));
-      });
       const bool integer_reader = std::any_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
         return core_quantized_.count(u.node) > 0;
       });
-      if (float_activation && !integer_reader) dropped.push_back(i);
+      if (integer_reader) continue;
+      const auto float_activation = std::find_if(uses.begin(), uses.end(), [&](const TensorUse& u) {
+        return IsFloatOnlyActivation(runtime_, g_.node(u.node));
+      });
+      const auto& n = g_.node(i);
+      if (kernel->pattern == KernelPattern::kInputsAndOutput && float_activation != uses.end()) {
+        dropped.emplace_back(i, fmt::format("--target_runtime {}: its output feeds {}, which has no integer kernel "
+                                            "there (a Q/DQ pair around it would cost more than the integer {} saves)",
+                                            runtime_.name, g_.node(float_activation->node).op_type(), n.op_type()));
+      } else if (n.op_type() == "MatMul" && n.input_size() == 2 && !g_.IsConstant(n.input(0)) &&
+                 !g_.IsConstant(n.input(1))) {
+        dropped.emplace_back(i, fmt::format("--target_runtime {}: both inputs are computed at run time and the "
+                                            "output stays float; its float kernel is faster",
+                                            runtime_.name));
+      }
     }
-    for (int i : dropped) {
-      UnquantizeNode(i, fmt::format("--target_runtime {}: its output feeds {}, which has no integer kernel there "
-                                    "(a Q/DQ pair around it would cost more than the integer {} saves)",
-                                    runtime_.name, g_.node(g_.Consumers(KernelOutput(g_, i)).front().node).op_type(),
-                                    g_.node(i).op_type()));
-    }
+    for (const auto& [i, why] : dropped) UnquantizeNode(i, why);
   }
 
   // Takes node i out of the plan: its uses go, and entries left without uses.
@@ -261,9 +270,8 @@ class Planner {
                         plan_.tensors.end());
     tensor_slot_.clear();  // indices moved
     for (size_t k = 0; k < plan_.tensors.size(); ++k) {
-      const auto& t = plan_.tensors[k];
-      tensor_slot_[t.tensor] = k;
-      tensor_slot_[t.tensor + "#" + std::to_string(t.axis) + (t.embedding ? "#embedding" : "")] = k;
+      tensor_slot_[plan_.tensors[k].tensor] = k;
+      tensor_slot_[SlotKey(plan_.tensors[k])] = k;
     }
     quantized_nodes_.erase(i);
     core_quantized_.erase(i);
@@ -294,17 +302,6 @@ class Planner {
     }
   }
 
-  // The node whose kernel output `tensor` is (its output, or after a Relu/Clip it folds), or -1.
-  int KernelProducer(const std::string& tensor) const {
-    const int p = g_.Producer(tensor);
-    if (p < 0) return -1;
-    if (g_.node(p).input_size() > 0) {  // a Relu/Clip the node before it folds: that node
-      const int before = g_.Producer(g_.node(p).input(0));
-      if (before >= 0 && KernelOutput(g_, before) == tensor) return before;
-    }
-    return KernelOutput(g_, p) == tensor ? p : -1;
-  }
-
   bool JoinsRegion(int i, const std::set<int>& region) const {
     const IntegerKernel* kernel = FindIntegerKernel(runtime_, g_.node(i));
     if (kernel == nullptr || ProducesGraphOutput(i)) return false;
@@ -314,7 +311,7 @@ class Planner {
       if (j >= g_.node(i).input_size()) continue;
       const std::string& t = g_.node(i).input(j);
       if (t.empty() || g_.IsConstant(t)) return false;  // an Add/Mul by a constant stays float
-      fed |= region.count(KernelProducer(t)) > 0;
+      fed |= region.count(KernelProducer(g_, t)) > 0;
     }
     const std::string out = KernelOutput(g_, i);
     if (!fed || out.empty()) return false;
@@ -398,9 +395,14 @@ class Planner {
     return rank - 1;  // MatMul [.., K, N]: one scale per output column
   }
 
-  // One entry per (tensor, axis): a weight shared by nodes that need different axes gets two.
+  // One entry per (tensor, axis, embedding or not): a weight shared by nodes that need different
+  // axes gets two.
+  static std::string SlotKey(const QuantizedTensor& q) {
+    return q.tensor + "#" + std::to_string(q.axis) + (q.embedding ? "#embedding" : "");
+  }
+
   void AddUse(const QuantizedTensor& q, TensorUse use) {
-    const std::string key = q.tensor + "#" + std::to_string(q.axis) + (q.embedding ? "#embedding" : "");
+    const std::string key = SlotKey(q);
     auto it = tensor_slot_.find(key);
     if (it == tensor_slot_.end()) {
       tensor_slot_[q.tensor] = plan_.tensors.size();  // plain name: "is this tensor quantized at all"

@@ -148,6 +148,16 @@ std::string KernelOutput(const GraphIndex& graph, int node) {
   return out;
 }
 
+int KernelProducer(const GraphIndex& graph, const std::string& tensor) {
+  const int p = graph.Producer(tensor);
+  if (p < 0) return -1;
+  if (graph.node(p).input_size() > 0) {  // a Relu/Clip the node before it folds: that node
+    const int before = graph.Producer(graph.node(p).input(0));
+    if (before >= 0 && KernelOutput(graph, before) == tensor) return before;
+  }
+  return KernelOutput(graph, p) == tensor ? p : -1;
+}
+
 bool IsNonNegative(const GraphIndex& graph, const std::string& tensor) { return NonNegative(graph, tensor, 0); }
 
 }  // namespace ptqkit

@@ -104,6 +104,10 @@ bool IsFloatOnlyActivation(const RuntimeForm& form, const onnx::NodeProto& node)
 // the Q makes it redundant. Empty when the node has no single float output.
 std::string KernelOutput(const GraphIndex& graph, int node);
 
+// The node whose KernelOutput `tensor` is (its producer, or the node before a Relu/Clip it folds),
+// or -1.
+int KernelProducer(const GraphIndex& graph, const std::string& tensor);
+
 // True when `tensor` can never hold a negative value, judged from the graph alone: the output of
 // Relu, Clip with a constant min >= 0, Sigmoid, Softmax, or of an op that only moves or averages
 // such values (MaxPool, AveragePool, Reshape, Concat of non-negative inputs, ...).
