@@ -258,6 +258,7 @@ struct QuantizeReport {
   int dynamic_matmuls = 0;
   int int8_embeddings = 0;  // embedding tables the form stores as INT8 rows
   std::map<std::string, int> without_integer_kernel;
+  std::map<std::string, std::string> integer_kernel;  // quantized op type -> the kernel the runtime runs it as
   // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
   // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
   int ort_fp16_bias_overflows = 0;

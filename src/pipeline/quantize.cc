@@ -339,8 +339,8 @@ SearchChoices SearchPlacements(const QuantizeOptions& o, PreparedModel& prepared
   return chosen;
 }
 
-// The runtime form's part of the report: which quantized op types that runtime has no integer
-// kernel for.
+// The runtime form's part of the report: the integer kernel each quantized op type runs as, and
+// which have none there.
 void ReportRuntimeForm(const QuantizeOptions& o, const QuantFormat& format, const std::map<std::string, int>& by_op,
                        QuantizeReport* report) {
   const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, format);
@@ -349,7 +349,9 @@ void ReportRuntimeForm(const QuantizeOptions& o, const QuantFormat& format, cons
   for (const auto& [op, n] : by_op) {
     onnx::NodeProto probe;
     probe.set_op_type(op);
-    if (FindIntegerKernel(form, probe) == nullptr) report->without_integer_kernel[op] = n;
+    const IntegerKernel* kernel = FindIntegerKernel(form, probe);
+    if (kernel == nullptr) report->without_integer_kernel[op] = n;
+    if (kernel != nullptr) report->integer_kernel[op] = std::string(kernel->kernel);
   }
 }
 

@@ -123,7 +123,10 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   } else {
     fmt::format_to(it, "quantized nodes: {} ({} Q/DQ pairs)\n", total, r.qdq_pairs);
   }
-  for (const auto& [op, n] : r.quantized_by_op_type) fmt::format_to(it, "  {:<24} {}\n", op, n);
+  for (const auto& [op, n] : r.quantized_by_op_type) {
+    const auto kernel = r.integer_kernel.find(op);
+    fmt::format_to(it, "  {:<24} {}{}\n", op, n, kernel == r.integer_kernel.end() ? "" : "  -> " + kernel->second);
+  }
   if (r.runtime_form != "trt") {
     fmt::format_to(it,
                    "form for --target_runtime {}: {} MatMul(s) quantize their input at run time, {} embedding "

@@ -76,6 +76,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["runtime_form"] = {{"name", r.runtime_form},
                        {"dynamic_matmuls", r.dynamic_matmuls},
                        {"int8_embeddings", r.int8_embeddings},
+                       {"integer_kernel", r.integer_kernel},
                        {"without_integer_kernel", r.without_integer_kernel}};
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;

@@ -15,7 +15,7 @@ namespace {
 // qdq_selector_action_transformer.cc, 1.2x-1.3x): the op types it registers and the kernels they become.
 const std::vector<IntegerKernel> kOrtCpuKernels = {
     {"Conv", "QLinearConv", KernelPattern::kInputsAndOutput},
-    {"MatMul", "QLinearMatMul / MatMulIntegerToFloat", KernelPattern::kInputsOutputOptional},
+    {"MatMul", "DynamicQuantizeMatMul / MatMulIntegerToFloat / QLinearMatMul", KernelPattern::kInputsOutputOptional},
     {"Gemm", "QGemm", KernelPattern::kInputsOutputOptional},
     {"Add", "QLinearAdd", KernelPattern::kBetweenKernels},
     {"Mul", "QLinearMul", KernelPattern::kBetweenKernels},
@@ -28,7 +28,7 @@ const std::vector<IntegerKernel> kOrtCpuKernels = {
     {"Squeeze", "Squeeze (uint8)", KernelPattern::kSameScale},
     {"Unsqueeze", "Unsqueeze (uint8)", KernelPattern::kSameScale},
     {"Resize", "Resize (uint8)", KernelPattern::kSameScale},
-    {"Gather", "Gather (uint8; INT8 embedding rows)", KernelPattern::kSameScale},
+    {"Gather", "Gather (uint8, or of INT8 embedding rows)", KernelPattern::kSameScale},
 };
 
 const RuntimeForm kOrtCpuForm = {
@@ -40,10 +40,6 @@ const RuntimeForm kOrtCpuForm = {
     .int8_embeddings = true,
     .dynamic_matmuls = true,
     .kernels = &kOrtCpuKernels,
-    .summary = "ONNX Runtime's CPU kernels: Q/DQ also on the outputs of quantized ops and around the ops between them "
-               "that have integer kernels (Add, pooling, Concat), UINT8 activations (zero point 0 after Relu/Clip), "
-               "INT8 weights stored as integers, MatMuls with a float output quantized at run time, embedding "
-               "tables in INT8 rows",
 };
 
 const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm};
@@ -97,11 +93,9 @@ bool NonNegative(const GraphIndex& graph, const std::string& tensor, int depth) 
 
 }  // namespace
 
-const RuntimeForm kTensorRtForm = {
-    .name = "trt",
-    .summary = "TensorRT's explicit quantization (OpenVINO reads it alike): Q/DQ on the inputs of Conv, MatMul, Gemm "
-               "and the ops the placement rules name; INT8 activations, symmetric",
-};
+// TensorRT's explicit quantization (OpenVINO reads it alike): Q/DQ on the inputs of Conv, MatMul, Gemm
+// and the ops the placement rules name; symmetric INT8 activations; every flag off.
+const RuntimeForm kTensorRtForm = {.name = "trt"};
 
 const RuntimeForm& FindRuntimeForm(std::string_view name) {
   for (const RuntimeForm* form : kForms) {

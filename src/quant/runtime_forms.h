@@ -46,7 +46,7 @@ inline constexpr int64_t kMinEmbeddingElements = int64_t{1} << 16;
 
 struct IntegerKernel {
   std::string_view op_type;
-  std::string_view kernel;  // what the runtime runs, for reports ("QLinearConv")
+  std::string_view kernel;  // what the runtime runs it as, for the summary ("QLinearConv")
   KernelPattern pattern;
 };
 
@@ -75,7 +75,6 @@ struct RuntimeForm {
   bool dynamic_matmuls = false;
   // The runtime's integer kernels reached through Q/DQ; empty: every op follows the placement rules.
   const std::vector<IntegerKernel>* kernels = nullptr;
-  std::string_view summary;  // one line for the help text and the report
 };
 
 // TensorRT's row, the plain form (the default of the options structs that take a form: an object,
