@@ -133,7 +133,7 @@ OutputForm OutputFormFor(const QuantizeOptions& o, const QuantFormat& format) {
   const BlockCodec& codec = *format.block_codec;
   OutputForm f;
   f.block_size = BlockSize(o, codec);
-  f.ort_containers = o.target_runtime == "ort_cpu" && codec.ort_cpu_min_opset > 0;
+  f.ort_containers = FindRuntimeForm(o.target_runtime).ort_block_containers && codec.ort_cpu_min_opset > 0;
   f.min_opset = f.ort_containers ? codec.ort_cpu_min_opset : format.min_opset;
   f.min_ir_version = f.ort_containers ? 10 : format.min_ir_version;  // IR 10: opset 21
   return f;

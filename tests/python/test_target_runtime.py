@@ -185,11 +185,18 @@ def test_ort_cpu_int8_encoder_runs_its_matmuls_in_integer_kernels(cli, tmp_path)
     fused = _optimized_ops(out, tmp_path)
     assert sum(op in INTEGER_KERNELS for op in fused) == 2, fused
     assert "MatMul" not in fused, fused
+    assert "DynamicQuantizeLinear" not in [n.op_type for n in onnx.load(str(out)).graph.node]  # static ranges
     x = rng.normal(0, 1, (8, 16, 64)).astype(np.float32)
     ref = _session(model, basic=True).run(None, {"x": x})[0].reshape(8, -1)
-    got = _session(out, basic=False).run(None, {"x": x})[0].reshape(8, -1)
+    session = _session(out, basic=False)
+    got = session.run(None, {"x": x})[0].reshape(8, -1)
     cos = (ref * got).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(got, axis=1)
     assert cos.min() >= 0.99
+    # A sample's output does not depend on the rest of its batch (ort_cpu_dynamic's would: its ranges
+    # are the batch's).
+    x[1:] *= 10
+    alone = session.run(None, {"x": x[:1]})[0].reshape(1, -1)
+    np.testing.assert_array_equal(alone[0], session.run(None, {"x": x})[0].reshape(8, -1)[0])
 
 
 def test_reduce_range_stores_seven_bit_weights(cli, tmp_path):
@@ -208,14 +215,14 @@ def test_reduce_range_stores_seven_bit_weights(cli, tmp_path):
     assert (ref.argmax(1) == got.argmax(1)).mean() >= 0.95
 
 
-def test_ort_cpu_encoder_matmuls_quantize_their_input_at_run_time_with_the_bias_fused(cli, tmp_path):
-    """A MatMul with a float output is written as DynamicQuantizeLinear -> MatMulInteger -> Cast ->
-    Mul, its bias Add after it with the constant second: ONNX Runtime fuses the bias into the kernel."""
+def test_ort_cpu_dynamic_encoder_matmuls_quantize_their_input_at_run_time_with_the_bias_fused(cli, tmp_path):
+    """ort_cpu_dynamic: a MatMul with a float output is written as DynamicQuantizeLinear -> MatMulInteger
+    -> Cast -> Mul, its bias Add after it with the constant second: ONNX Runtime fuses the bias in."""
     model, calib = tmp_path / "enc.onnx", tmp_path / "calib.npy"
     _tiny_encoder(model)
     np.save(calib, np.random.default_rng(8).normal(0, 1, (32, 16, 64)).astype(np.float32))
     out = tmp_path / "q.onnx"
-    cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
+    cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu_dynamic")
     ops = [n.op_type for n in onnx.load(str(out)).graph.node]
     assert ops.count("MatMulInteger") == 2 and ops.count("DynamicQuantizeLinear") == 2, ops
     assert "MatMul" not in ops and "QuantizeLinear" not in ops, ops  # the static pairs went with the MatMuls
@@ -244,7 +251,7 @@ def test_ort_cpu_stores_embedding_tables_as_int8_rows(cli, tmp_path):
     model, calib = tmp_path / "emb.onnx", tmp_path / "calib.npy"
     table = _embedding_model(model)
     rng = np.random.default_rng(2)
-    np.save(calib, rng.integers(0, 300, (16, 8)).astype(np.int64))
+    np.save(calib, (np.arange(304) % 300).reshape(38, 8).astype(np.int64))  # every row seen by calibration
     out = tmp_path / "q.onnx"
     cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
     m = onnx.load(str(out))
