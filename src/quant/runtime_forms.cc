@@ -51,7 +51,10 @@ const RuntimeForm kOrtCpuForm = OrtCpuForm("ort_cpu", false);
 // Faster on encoders; each sample's output depends on the rest of its batch (runtime_forms.h).
 const RuntimeForm kOrtCpuDynamicForm = OrtCpuForm("ort_cpu_dynamic", true);
 
-const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm, &kOrtCpuDynamicForm};
+// OpenVINO reads TensorRT's form; its Q/DQ go above layout ops.
+const RuntimeForm kOpenVinoForm = {.name = "openvino", .qdq_above_layout_ops = true};
+
+const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm, &kOrtCpuDynamicForm, &kOpenVinoForm};
 
 // The constant bound of a Clip (attribute before opset 11, input from 11), or `fallback`.
 float ClipBound(const GraphIndex& graph, const onnx::NodeProto& n, int input, const char* attribute, float fallback) {

@@ -328,6 +328,40 @@ def test_openvino_runs_the_encoder_matmuls_of_the_trt_form_in_integer_kernels(cl
     assert _openvino_i8_share(out) == (2, 2)
 
 
+def test_openvino_form_puts_the_conv_input_qdq_above_its_layout_transpose(cli, tmp_path):
+    """--target_runtime openvino: a Conv reading a Transpose (TF exports' NHWC -> NCHW) gets its input
+    Q/DQ above the Transpose, where OpenVINO keeps strided Convs in i8 (the trt form's place lost 6 of
+    ResNet-50's); everything else is the trt form."""
+    rng = np.random.default_rng(9)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 1, 1)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (32, 32, 3, 3)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="to_nchw", perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["t", "w1"], ["c1"], name="conv1", strides=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+             helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", pads=[1] * 4)]
+    g = helper.make_graph(nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 8, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    model, calib = tmp_path / "m.onnx", tmp_path / "calib.npy"
+    onnx.save(m, str(model))
+    np.save(calib, rng.normal(0, 1, (16, 16, 16, 32)).astype(np.float32))
+    outs = {}
+    for runtime in ("trt", "openvino"):
+        outs[runtime] = tmp_path / f"{runtime}.onnx"
+        cli.quantize(model, outs[runtime], "--calibration_data_path", calib, "--target_runtime", runtime)
+    for runtime, transpose_reads_dq in (("trt", False), ("openvino", True)):
+        q = onnx.load(str(outs[runtime]))
+        producer = {o: n.op_type for n in q.graph.node for o in n.output}
+        transpose = next(n for n in q.graph.node if n.op_type == "Transpose")
+        assert (producer.get(transpose.input[0]) == "DequantizeLinear") == transpose_reads_dq, runtime
+    # conv2 produces the graph output and stays float by the placement rules.
+    assert _openvino_i8_share(outs["openvino"]) == (1, 2), _openvino_i8_share(outs["trt"])
+    x = rng.normal(0, 1, (4, 16, 16, 32)).astype(np.float32)
+    np.testing.assert_allclose(_session(outs["openvino"], basic=True).run(None, {"x": x})[0],
+                               _session(outs["trt"], basic=True).run(None, {"x": x})[0], rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--target_runtime", "tensorrt"], "--target_runtime: 'tensorrt' is not one of trt, ort_cpu"),
     (["--quantize_mode", "fp8", "--reduce_range"], "--reduce_range applies to --quantize_mode int8 only"),
