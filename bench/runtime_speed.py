@@ -8,7 +8,7 @@ For each corpus model (scripts/fetch_corpus) the forms are: fp32; ptqkit's defau
 --target_runtime trt); ptqkit's INT8 for ONNX Runtime (`ptqkit_ort`, --target_runtime ort_cpu); ONNX
 Runtime's own quantize_static (QDQ, its defaults) and quantize_dynamic (models with MatMul); NNCF's ONNX
 PTQ (`nncf.quantize`, TRANSFORMER model type for the encoder) when nncf is importable. All quantizers get
-the same calibration inputs (the corpus tests' set, seed 1).
+the same calibration inputs (the corpus tests' set, seed 1). `ptqkit_ov` is --target_runtime openvino.
 
 Per form and runtime (ONNX Runtime CPU at its default level; OpenVINO CPU when `openvino` is importable):
   - latency of one sample (the first held-out input), median over interleaved rounds (every form of the
@@ -44,7 +44,7 @@ import onnxruntime as ort  # noqa: E402
 
 INTEGER_KERNELS = {"QLinearConv", "QLinearMatMul", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QGemm",
                    "MatMulInteger", "ConvInteger"}
-FORMS = ["fp32", "ptqkit_trt", "ptqkit_ort", "ort_static", "ort_dynamic", "nncf"]
+FORMS = ["fp32", "ptqkit_trt", "ptqkit_ort", "ptqkit_ov", "ort_static", "ort_dynamic", "nncf"]
 
 
 def ptqkit_quantize(binary, model, calib, out, runtime):
@@ -155,6 +155,7 @@ def build_forms(args, m, tmp, calib_inputs):
     makers = {
         "ptqkit_trt": lambda out: ptqkit_quantize(args.ptqkit, fp32, calib, out, "trt"),
         "ptqkit_ort": lambda out: ptqkit_quantize(args.ptqkit, fp32, calib, out, "ort_cpu"),
+        "ptqkit_ov": lambda out: ptqkit_quantize(args.ptqkit, fp32, calib, out, "openvino"),
         "ort_static": lambda out: ort_static(fp32, calib_inputs, out),
         "ort_dynamic": (lambda out: ort_dynamic(fp32, out)) if has_matmul and m.name == "minilm" else None,
         "nncf": lambda out: nncf_quantize(fp32, calib_inputs, out, m.name == "minilm"),
