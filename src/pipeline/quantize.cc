@@ -347,9 +347,7 @@ void ReportRuntimeForm(const QuantizeOptions& o, const QuantFormat& format, cons
   report->runtime_form = std::string(form.name);
   if (form.kernels == nullptr) return;
   for (const auto& [op, n] : by_op) {
-    onnx::NodeProto probe;
-    probe.set_op_type(op);
-    const IntegerKernel* kernel = FindIntegerKernel(form, probe);
+    const IntegerKernel* kernel = FindIntegerKernel(form, op);
     if (kernel == nullptr) report->without_integer_kernel[op] = n;
     if (kernel != nullptr) report->integer_kernel[op] = std::string(kernel->kernel);
   }

@@ -129,9 +129,13 @@ const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat
 }
 
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node) {
-  if (form.kernels == nullptr || !node.domain().empty()) return nullptr;
+  return node.domain().empty() ? FindIntegerKernel(form, node.op_type()) : nullptr;
+}
+
+const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, std::string_view op_type) {
+  if (form.kernels == nullptr) return nullptr;
   for (const auto& k : *form.kernels) {
-    if (k.op_type == node.op_type()) return &k;
+    if (k.op_type == op_type) return &k;
   }
   return nullptr;
 }

@@ -104,6 +104,8 @@ const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat
 // The integer kernel `form` builds for node `node`, or nullptr. REQUIRES: the model's opset is at
 // least 13 (every INT8 output's is: per-channel Q/DQ), where all these fusions apply.
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node);
+// The same by the op type of the default domain.
+const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, std::string_view op_type);
 
 // True for an elementwise activation `form` has no integer kernel for (HardSwish, HardSigmoid,
 // Tanh, Erf, ...).

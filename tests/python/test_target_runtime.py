@@ -23,6 +23,15 @@ def _session(path, basic):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
+def _save_model(path, nodes, inits, name, x_type, y_type, x_name="x"):
+    """A one-input, one-output opset-17 model from `nodes`; x_type/y_type are (elem_type, shape)."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(x_name, *x_type)],
+                          [helper.make_tensor_value_info("y", *y_type)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
 def _clip_cnn(path):
     """Conv -> Clip(0, 6) -> Conv -> Relu -> GAP -> Gemm: ReLU6 as mobile CNNs export it."""
     rng = np.random.default_rng(11)
@@ -38,11 +47,7 @@ def _clip_cnn(path):
              helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="gap"),
              helper.make_node("Flatten", ["p"], ["f"], name="flat"),
              helper.make_node("Gemm", ["f", "fc"], ["y"], name="fc_gemm", transB=1)]
-    g = helper.make_graph(nodes, "clip_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32, 12, 12])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
+    _save_model(path, nodes, inits, "clip_cnn", (TensorProto.FLOAT, ["N", 32, 12, 12]), (TensorProto.FLOAT, ["N", 10]))
 
 
 @pytest.fixture(scope="module")
@@ -141,11 +146,7 @@ def _tiny_encoder(path):
              helper.make_node("Add", ["m2", "b2"], ["a2"], name="down_bias"),
              helper.make_node("Add", ["a2", "x"], ["res"], name="residual"),
              helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], name="ln", axis=-1)]
-    g = helper.make_graph(nodes, "tiny_encoder", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, d])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16, d])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
+    _save_model(path, nodes, inits, "tiny_encoder", (TensorProto.FLOAT, ["N", 16, d]), (TensorProto.FLOAT, ["N", 16, d]))
 
 
 def test_ort_cpu_int8_cnn_runs_its_convs_in_integer_kernels(cli, clip_cnn, tmp_path):
@@ -239,11 +240,8 @@ def _embedding_model(path, vocab=300, dim=256):
     nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
              helper.make_node("MatMul", ["e", "w"], ["m"], name="proj"),
              helper.make_node("Relu", ["m"], ["y"], name="act")]
-    g = helper.make_graph(nodes, "embed", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, dim])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
+    _save_model(path, nodes, inits, "embed", (TensorProto.INT64, ["N", 8]), (TensorProto.FLOAT, ["N", 8, dim]),
+                x_name="ids")
     return table
 
 
@@ -282,12 +280,8 @@ def test_ort_cpu_leaves_a_conv_before_hardswish_in_float(cli, tmp_path):
              helper.make_node("Conv", ["h1", "w2"], ["c2"], name="conv2", pads=[1] * 4),
              helper.make_node("Relu", ["c2"], ["r2"], name="relu"),
              helper.make_node("GlobalAveragePool", ["r2"], ["y"], name="gap")]
-    g = helper.make_graph(nodes, "hswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 1, 1])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
     model, calib, out = tmp_path / "m.onnx", tmp_path / "calib.npy", tmp_path / "q.onnx"
-    onnx.save(m, str(model))
+    _save_model(model, nodes, inits, "hswish", (TensorProto.FLOAT, ["N", 32, 8, 8]), (TensorProto.FLOAT, ["N", 32, 1, 1]))
     np.save(calib, rng.normal(0, 1, (16, 32, 8, 8)).astype(np.float32))
     r = cli.quantize(model, out, "--calibration_data_path", calib, "--target_runtime", "ort_cpu")
     assert "conv1" in r.stdout and "HardSwish, which has no integer kernel" in r.stdout, r.stdout
@@ -339,12 +333,8 @@ def test_openvino_form_puts_the_conv_input_qdq_above_its_layout_transpose(cli, t
              helper.make_node("Conv", ["t", "w1"], ["c1"], name="conv1", strides=[2, 2]),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
              helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", pads=[1] * 4)]
-    g = helper.make_graph(nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 16, 32])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 8, 8])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
     model, calib = tmp_path / "m.onnx", tmp_path / "calib.npy"
-    onnx.save(m, str(model))
+    _save_model(model, nodes, inits, "nhwc", (TensorProto.FLOAT, ["N", 16, 16, 32]), (TensorProto.FLOAT, ["N", 32, 8, 8]))
     np.save(calib, rng.normal(0, 1, (16, 16, 16, 32)).astype(np.float32))
     outs = {}
     for runtime in ("trt", "openvino"):
