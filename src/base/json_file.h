@@ -29,11 +29,18 @@ inline std::string JsonLibraryMessage(const nlohmann::json::exception& e) {
 template <typename Json = nlohmann::json>
 Json ReadJsonFile(const std::string& path, std::string_view what) {
   const std::string text = ReadWholeInputFile(path, what);
+  // The last object key read, so that a number that does not fit is named by its key (the parser's
+  // own message gives neither the key nor the position).
+  std::string last_key;
+  const auto remember_key = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& value) {
+    if (event == nlohmann::json::parse_event_t::key && value.is_string()) last_key = value.template get<std::string>();
+    return true;
+  };
   try {
-    return Json::parse(text);
+    return Json::parse(text, remember_key);
   } catch (const nlohmann::json::out_of_range& e) {
-    throw Error(fmt::format("{} '{}' holds a number outside the range of a double ({})", what, path,
-                            JsonLibraryMessage(e)));
+    throw Error(fmt::format("{} '{}' holds a number outside the range of a double{} ({})", what, path,
+                            last_key.empty() ? "" : fmt::format(" at '{}'", last_key), JsonLibraryMessage(e)));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{} '{}' is not valid JSON: {}", what, path, JsonLibraryMessage(e)));
   }

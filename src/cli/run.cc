@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -18,6 +19,38 @@ namespace {
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "ptqkit: error: %s\n", message.c_str());
   return code;
+}
+
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first argument names the subcommand; CLI11 would only say "A subcommand is required" for a
+// misspelt one. "" when it is known (or an option, such as --help).
+std::string UnknownSubcommand(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1].empty() || args[1][0] == '-') return "";
+  std::string names, closest;
+  size_t best = 3;  // suggest only near misses
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == args[1]) return "";
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    const size_t d = EditDistance(args[1], sub->get_name());
+    if (d < best) best = d, closest = sub->get_name();
+  }
+  return "unknown subcommand '" + args[1] + "'" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
+         "; the subcommands are: " + names;
 }
 
 }  // namespace
@@ -37,6 +70,7 @@ int RunCommandLine(int argc, const char* const* argv) {
   try {
     std::vector<std::string> args = options::ExpandResponseFiles(argc, argv);
     args.insert(args.begin(), argc > 0 ? argv[0] : "ptqkit");
+    if (const std::string unknown = UnknownSubcommand(app, args); !unknown.empty()) return Fail(2, unknown);
     std::vector<const char*> expanded;
     for (const auto& arg : args) expanded.push_back(arg.c_str());
     try {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "onnx/model_prep.h"
+#include "onnx/tensor_size.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::onnxio {
@@ -54,6 +55,7 @@ void CheckModel(const onnx::ModelProto& model, const std::string& path) {
   }
   if (opset < 7) throw Error(fmt::format("model '{}' uses opset {}; ptqkit can upgrade opsets 7 to 12 only", path, opset));
   CheckNotQuantized(model.graph(), path);
+  CheckTensorSizes(model.graph(), path);
 }
 
 }  // namespace ptqkit::onnxio

@@ -18,8 +18,10 @@
 #include "base/atomic_file.h"
 #include "base/input_file.h"
 #include "onnx/session_model.h"
+#include "onnx/tensor_size.h"
 #include "onnx/weight_stash.h"
 #include "ptqkit/error.h"
+#include "ptqkit/tensor.h"
 
 namespace ptqkit::onnxio {
 namespace fs = std::filesystem;
@@ -106,6 +108,17 @@ void LoadExternal(onnx::TensorProto* tensor, const fs::path& model_dir, std::vec
   if (location.empty()) throw Error(fmt::format("tensor '{}' has external data without a location", tensor->name()));
   const fs::path file = ResolveExternal(location, model_dir, tensor->name());
   tensor->set_raw_data(ReadRange(file, offset, length, tensor->name()));
+  // The bytes read must be the tensor's: ONNX Runtime's own message for a mismatch names neither
+  // the file nor the offset.
+  const auto need = ExpectedRawBytes(*tensor, fmt::format("external data file '{}'", file.string()));
+  if (need && *need != tensor->raw_data().size()) {
+    throw Error(fmt::format("external data file '{}' holds {} bytes for tensor '{}' (from offset {}{}); its dims {} "
+                            "of {} need {}",
+                            file.string(), tensor->raw_data().size(), tensor->name(), offset,
+                            length ? fmt::format(", length {}", *length) : std::string(" to the end of the file"),
+                            ShapeToString({tensor->dims().begin(), tensor->dims().end()}),
+                            DataTypeName(static_cast<DataType>(tensor->data_type())), *need));
+  }
   if (files) files->push_back(file.string());
   tensor->clear_external_data();
   tensor->clear_data_location();  // absent, as in a model saved without external data

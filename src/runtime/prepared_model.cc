@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "base/log.h"
 #include "onnx/graph_cycles.h"
@@ -34,6 +35,24 @@ void LowerIrVersionForRuntime(onnx::ModelProto* model) {
   model->set_ir_version(kRuntimeMaxIrVersion);
 }
 
+// IR 3 requires every initializer to be a graph input too; exporters that wrote IR 3 with
+// initializers alone (as IR >= 4 allows) mean an IR 4 model, and ONNX's checker and version
+// converter refuse the model as written ("w in initializer but not in graph input"). It is read as
+// IR 4, which changes nothing else.
+void RaiseIrVersionForInitializers(onnx::ModelProto* model, const std::string& path) {
+  if (model->ir_version() >= 4) return;
+  std::set<std::string> inputs;
+  for (const auto& v : model->graph().input()) inputs.insert(v.name());
+  for (const auto& t : model->graph().initializer()) {
+    if (inputs.count(t.name())) continue;
+    log::Info("model '{}' declares IR version {} but initializer '{}' is not a graph input (allowed from IR 4): "
+              "read as IR 4",
+              path, model->ir_version(), t.name());
+    model->set_ir_version(4);
+    return;
+  }
+}
+
 }  // namespace
 
 PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
@@ -42,6 +61,7 @@ PreparedModel LoadPreparedModel(const std::string& path, IoGuard guard) {
   for (const auto& file : m.external_files) guard.Input(file, "the model's external data");
   guard.Check();
   onnxio::CheckModel(m.proto, path);
+  RaiseIrVersionForInitializers(&m.proto, path);
   LowerIrVersionForRuntime(&m.proto);
   onnxio::AssignNodeNames(m.proto.mutable_graph());
   onnxio::CheckAcyclic(m.proto.graph(), path);

@@ -1,8 +1,11 @@
 #include "scan/probes.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "base/log.h"
+#include "ptqkit/error.h"
 #include "scan/sensitivity_shard.h"
 
 namespace ptqkit {
@@ -17,10 +20,18 @@ std::vector<std::string> ScopeOpTypes(const GraphIndex& g, const std::vector<std
       if (InDefaultSensitivityScope(t)) types.push_back(t);
     return types;
   }
+  std::string absent;
   for (const auto& t : scope) {
-    if (!present.count(t)) log::Warn("--op_types_scope '{}': the model has no op of that type", t);
-    else types.push_back(t);
+    if (present.count(t)) types.push_back(t);
+    else absent += (absent.empty() ? "'" : ", '") + t + "'";
   }
+  if (absent.empty()) return types;
+  std::string model_types;
+  for (const auto& t : present) model_types += (model_types.empty() ? "" : ", ") + t;
+  const std::string message = fmt::format("--op_types_scope {}: the model has no node of {} op type (its op types: {})",
+                                          absent, types.size() + 1 < scope.size() ? "these" : "that", model_types);
+  if (types.empty()) throw Error(message + "; nothing to score");
+  log::Warn("{}", message);
   return types;
 }
 

@@ -335,6 +335,62 @@ def test_unsupported_model(cli, w, name, make, pattern):
     refuse(cli, w, q_args(w, model=w / "bad.onnx"), pattern)
 
 
+def no_internal(line):
+    assert "internal" not in line.lower(), line
+    return line
+
+
+@pytest.mark.parametrize("opset", [8, 13])
+def test_ir3_model_with_initializers_not_inputs_is_read_as_ir4(cli, w, opset):
+    """IR 3 wants every initializer listed as a graph input; exporters wrote IR 3 without. The model
+    is read as IR 4 (what it means), and the output passes the checker: it used to be refused as
+    'internal: ... fails the ONNX checker: w1 in initializer but not in graph input'."""
+    m = hostile.mlp(w / "ir3.onnx", save=False)
+    m.ir_version, m.opset_import[0].version = 3, opset
+    (w / "ir3.onnx").write_bytes(m.SerializeToString())
+    r = ok(cli, *q_args(w, model=w / "ir3.onnx"))
+    assert "read as IR 4" in r.stderr
+    onnx.checker.check_model(onnx.load(w / "out" / "q.onnx"), full_check=True)
+
+
+@pytest.mark.parametrize("mode", ["int4", "int8"])
+@pytest.mark.parametrize("dims,pattern", [
+    ((4611686018427387904, 4), r"more elements than any file can hold"),      # product overflows
+    ((2 ** 31, 2 ** 31, 8), r"more elements than any file can hold"),
+    ((1 << 20, 1 << 20), r"declares dims 1048576x1048576 of float32 .* but holds 4096 bytes"),  # fits, no data
+])
+def test_weight_dims_that_disagree_with_its_data_name_the_weight(cli, w, mode, dims, pattern):
+    """Used to be 'internal error: cannot create std::vector larger than max_size()' (INT4) or an
+    'out of memory' that named no tensor."""
+    m = hostile.mlp(w / "big.onnx", save=False)
+    del m.graph.initializer[0].dims[:]
+    m.graph.initializer[0].dims.extend(dims)
+    (w / "big.onnx").write_bytes(m.SerializeToString())
+    no_internal(refuse(cli, w, q_args(w, "--quantize_mode", mode, model=w / "big.onnx"), r"'w1'", pattern))
+
+
+@pytest.mark.parametrize("length", [None, "1000"])
+def test_external_data_shorter_than_the_tensor_names_the_file(cli, w, length):
+    """The data file holds fewer bytes than the tensor's dims need: refused by ptqkit naming the
+    file and the tensor, not by ONNX Runtime's 'raw_data size does not match'."""
+    model = _external_model(w, "w.bin", "0", length, write_data=False)
+    (w / "w.bin").write_bytes(hostile.mlp_weight_bytes()[:1000])
+    no_internal(refuse(cli, w, q_args(w, model=model), r"w\.bin' holds 1000 bytes for tensor 'w1'", r"need 4096"))
+
+
+def test_misspelt_subcommand_is_named(cli, w):
+    line = no_internal(refuse(cli, w, ["quantise", "--onnx_path", w / "model.onnx"], codes=(2,)))
+    assert "unknown subcommand 'quantise'" in line and "did you mean 'quantize'" in line, line
+
+
+def test_scope_op_type_absent_from_the_model_is_named(cli, w):
+    line = no_internal(refuse(cli, w, ["sensitivity", "--onnx_path", w / "model.onnx", "--calibration_data_path",
+                                       w / "calib.npy", "--op_types_scope", "NoSuchOp", "--output_json",
+                                       w / "out" / "s.json"], r"'NoSuchOp'", r"no node of that op type",
+                              codes=(1,)))
+    assert "MatMul" in line, line  # the op types the model does have
+
+
 @pytest.mark.parametrize("dims", [(1, 1000000000000), (1000000000000, 32), (4611686018427387904, 32)])
 def test_huge_declared_dims(cli, w, dims):
     """A model declaring an absurd input shape: synthetic data is refused with a size, no bad_alloc."""
@@ -689,9 +745,10 @@ def test_selector_on_a_50000_character_name(cli, w):
 # ------------------------------------------------------------------------------------------------
 SCORES_BAD = [
     ("huge_sum", '{"scores": {"a": 1.7e308, "b": 1.7e308, "c": 1.7e308}}', r"sum to more than the largest double"),
-    ("1e999", '{"scores": {"a": 1e999}}', r"outside the range of a double"),
-    ("minus_1e999", '{"scores": {"a": -1e999}}', r"outside the range of a double"),
-    ("huge_integer", '{"scores": {"a": ' + "9" * 400 + "}}", r"outside the range of a double"),
+    # The target whose score does not fit is named.
+    ("1e999", '{"scores": {"/b/MatMul": 0.5, "a": 1e999}}', r"outside the range of a double at 'a'"),
+    ("minus_1e999", '{"scores": {"a": -1e999}}', r"outside the range of a double at 'a'"),
+    ("huge_integer", '{"scores": {"a": ' + "9" * 400 + "}}", r"outside the range of a double at 'a'"),
     ("nan_literal", '{"scores": {"a": NaN}}', r"not valid JSON"),
     ("infinity_literal", '{"scores": {"a": Infinity}}', r"not valid JSON"),
     ("not_json", "this is not json", r"not valid JSON"),
