@@ -37,6 +37,14 @@ std::string RenderRanking(const SensitivityResult& result, bool show_zero_scores
     }
     out += line + "\n";
   }
+  std::vector<double> values;
+  for (const auto& entry : shown) values.push_back(entry.second);
+  if (AllBelowFloor(values)) {
+    out += fmt::format(
+        "  (every score is below {:g}: quantizing any one target changes the outputs by about float rounding, so "
+        "the order is weak; a near-constant output, such as an untrained head, does this)\n",
+        kMeaningfulScoreFloor);
+  }
   if (hidden > 0) {
     out += fmt::format(
         "  ({} target(s) with score 0.0 hidden; pass --show_zero_scores or read the JSON)\n",

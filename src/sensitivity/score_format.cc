@@ -17,8 +17,20 @@ std::string FormatScore(double value, int decimals) {
   if (value >= kNonFiniteScore) return "NaN/Inf";
   std::string text = fmt::format("{:.{}f}", value, decimals);
   const bool all_zero = text.find_first_not_of("-0.") == std::string::npos;
-  if (all_zero) return value < 0 ? "-~0" : "~0";
+  // Too small for the fixed decimals: the same number of significant digits in scientific
+  // notation. "~0" for every row told a reader nothing on a model whose scores are all small.
+  if (all_zero) return fmt::format("{:.{}e}", value, std::max(decimals - 1, 0));
   return text;
+}
+
+bool AllBelowFloor(const std::vector<double>& scores) {
+  bool any = false;
+  for (double v : scores) {
+    if (v == 0.0) continue;
+    if (!std::isfinite(v) || std::fabs(v) >= kMeaningfulScoreFloor) return false;
+    any = true;
+  }
+  return any;
 }
 
 std::vector<std::string> AlignColumn(const std::vector<std::string>& cells) {

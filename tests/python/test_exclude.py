@@ -103,7 +103,7 @@ def block_table(stderr: str):
     for ln in lines[i + 2:]:
         if not ln.strip():
             break
-        m = re.fullmatch(r"  (\S+)(?: +(?:~?[\d.]+|~0|0))+(?: +<-- (.*))?", ln)
+        m = re.fullmatch(r"  (\S+)(?: +(?:[\d.]+(?:e[-+]\d+)?|0))+(?: +<-- (.*))?", ln)
         assert m, f"unexpected block table row: {ln!r}"
         rows.append((m.group(1), m.group(2) or ""))
     return lines[i], lines[i + 1], rows

@@ -108,7 +108,7 @@ def parse_ranking(stdout: str):
     lines = stdout.rstrip("\n").splitlines()
     rows, tail = [], []
     for ln in lines[1:]:
-        m = re.fullmatch(r"  (\S+) +(~0|0|\d+\.\d+)(?: +(<-- (?:highest|lowest) impact))? *", ln)
+        m = re.fullmatch(r"  (\S+) +(0|\d+\.\d+(?:e[-+]\d+)?)(?: +(<-- (?:highest|lowest) impact))? *", ln)
         if m and not tail:
             rows.append((m.group(1), m.group(2), m.group(3), ln.find("<--")))
         else:
@@ -187,9 +187,10 @@ def test_scan_terminal_rendering(fixture_scans, kind, granularity):
     assert rows[0][3] == rows[-1][3], "the markers are not aligned in one column"
     for name, text, _, _ in rows:
         v = js["scores"][name]
-        # Three decimals, "~0" when a non-zero score rounds to 0.000 (the reference's style).
-        if text == "~0":
-            assert 0 < v < 0.0005, (name, v)
+        # Three decimals; three significant digits in scientific notation when a non-zero score
+        # rounds to 0.000.
+        if "e" in text:
+            assert 0 < v < 0.0005 and abs(float(text) - v) <= 0.005 * v, (name, text, v)
         else:
             assert abs(float(text) - v) <= 0.0005 + 1e-12, (name, text, v)
     assert tail[-1] == f"Wrote {path}"

@@ -51,11 +51,31 @@ TEST(RankingTextTest, ShowZeroScoresListsThemInNameOrder) {
   r.scores = {{"/b", 0.0}, {"/a", 0.0}, {"/conv", 12.5}, {"/tiny", 0.0001}};
   const std::string expected =
       "Sensitivity scan (fp8 / mse / node):\n"
-      "  /conv  12.500  <-- highest impact\n"
-      "  /tiny  ~0\n"
+      "  /conv  12.500     <-- highest impact\n"
+      "  /tiny   1.00e-04\n"
       "  /a      0\n"
-      "  /b      0      <-- lowest impact\n";
+      "  /b      0         <-- lowest impact\n";
   EXPECT_EQ(RenderRanking(r, true), expected);
+}
+
+// CoAtNet-0 with a random head: every score tiny. They keep their order and size on screen, and a
+// line says that all of them are below the floor (it used to print "~0" on every row).
+TEST(RankingTextTest, SmallScoresPrintSignificantDigitsAndTheFloorIsSaid) {
+  SensitivityResult r;
+  r.metric = "kl_div";
+  r.granularity = "op_type";
+  r.target_precision = "int8";
+  r.scores = {{"Add", 3.2e-7}, {"Conv", 4.56e-9}, {"MatMul", 1.0e-14}};
+  const std::string expected =
+      "Sensitivity scan (int8 / kl_div / op_type):\n"
+      "  Add     3.20e-07  <-- highest impact\n"
+      "  Conv    4.56e-09\n"
+      "  MatMul  1.00e-14  <-- lowest impact\n"
+      "  (every score is below 1e-06: quantizing any one target changes the outputs by about float rounding, so the "
+      "order is weak; a near-constant output, such as an untrained head, does this)\n";
+  EXPECT_EQ(RenderRanking(r, false), expected);
+  r.scores["Add"] = 2e-6;  // one score above the floor: no such line
+  EXPECT_EQ(RenderRanking(r, false).find("every score is below"), std::string::npos);
 }
 
 TEST(RankingTextTest, TiesAreListedByName) {
