@@ -40,6 +40,12 @@ struct SensitivityOptions {
   // FP32 activations cached for probe sub-graphs, in MiB; above it every probe runs the whole
   // model on the calibration inputs (slower, same scores). 0: always whole-model probes.
   int64_t activation_cache_limit_mb = 2048;
+  // Samples per chunk of the scan (see --probe_chunk_samples): the FP32 reference caches one
+  // chunk's activations at a time and every probe runs on it. 0: as many as the cache limit holds.
+  int64_t probe_chunk_samples = 0;
+  // Stop sampling a target once its ranking is settled (scan/settling.h); the scores file then
+  // records each target's samples and interval. Shards settle among their own targets.
+  bool stop_when_settled = false;
   // A calibration table (`ptqkit calibrate`, or `quantize --save_calibration_cache`) to take the
   // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
   std::string calibration_cache;

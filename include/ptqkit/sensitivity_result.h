@@ -17,6 +17,16 @@ namespace ptqkit {
 // first and stays a plain JSON number for readers that only know "scores".
 inline constexpr double kNonFiniteScore = 1.7976931348623157e+308;
 
+// How many samples a target's probe saw and how sure its score is (scans run with
+// --stop_when_settled): the score's interval (mean ± 3 standard errors) and why sampling stopped:
+// "separated" (the interval overlaps neither neighbour in the ranking), "precise" (within ±5 % of
+// the score), "negligible" (under 0.1 % of the total score mass), "all samples".
+struct TargetSampling {
+  int64_t samples = 0;
+  double low = 0.0, high = 0.0;
+  std::string settled;
+};
+
 struct SensitivityResult {
   std::string onnx_path;
   std::map<std::string, double> scores;  // target -> score; higher = more sensitive
@@ -30,6 +40,7 @@ struct SensitivityResult {
   std::string granularity;                // "op_type" | "node"
   std::string target_precision;           // "int8" | "fp8"
   std::map<std::string, double> timings;  // phase -> seconds
+  std::map<std::string, TargetSampling> sampling;  // target -> its sampling; empty unless settling
   std::string ptqkit_version;
 };
 

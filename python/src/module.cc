@@ -130,10 +130,8 @@ py::dict RunQuantize(const std::map<std::string, std::vector<std::string>>& give
       files.Check();
     }
     LogSettings log_settings(settings.log_level, settings.log_file);
-    cli::ProgressBar bar("calibrating");  // drawn only when stderr is a terminal, as in the CLI
-    options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+    cli::ProgressDisplay progress;  // as in the CLI: a bar on a terminal, else a line every ~10 s
     report = Quantize(options);
-    options.progress = nullptr;
     log::Info("{}", FormatQuantizeSummary(report, options));  // the CLI's summary, through logging
   }
   return ReportToDict(report);
@@ -179,8 +177,7 @@ std::string RunScore(const std::map<std::string, std::vector<std::string>>& give
   LogSettings log_settings(settings.log_level, log_file);
   SensitivityResult result;
   {
-    cli::ProgressBar bar("probing");
-    options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+    cli::ProgressDisplay progress;
     result = ScoreSensitivity(options);
   }
   if (result.calibration_source == "synthetic") {  // the CLI's warning, word for word

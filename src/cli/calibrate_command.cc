@@ -15,7 +15,6 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/option_flags.h"
-#include "cli/progress_bar.h"
 #include "pipeline/calibrate.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -89,15 +88,9 @@ Command RegisterCalibrate(CLI::App& app) {
       return Merge(*merge, *output);
     }
     if (o->onnx_path.empty()) throw Error("calibrate needs --onnx_path (or --merge parts...)");
-    shard::CalibrationPart part;
-    {
-      ProgressBar bar("calibrating");
-      o->progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
-      SensitivityOptions* scan = &settings->scan.options;
-      scan->target_precision = o->quantize_mode;
-      part = Calibrate(*o, spec, *for_scan ? scan : nullptr);
-      o->progress = nullptr;
-    }
+    SensitivityOptions* scan = &settings->scan.options;
+    scan->target_precision = o->quantize_mode;
+    const shard::CalibrationPart part = Calibrate(*o, spec, *for_scan ? scan : nullptr);
     if (sharded) shard::SaveCalibrationPart(part, path);
     else part.table.Save(path);
     fmt::print("calibration{}: {} tensor(s), {} sample(s)\nWrote {}\n",

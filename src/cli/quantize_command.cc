@@ -8,7 +8,6 @@
 #include "runtime/prepared_model.h"
 #include "cli/commands.h"
 #include "cli/option_flags.h"
-#include "cli/progress_bar.h"
 #include "runtime/prepared_model.h"
 #include "pipeline/quantize_summary.h"
 #include "ptqkit/quantize.h"
@@ -25,10 +24,7 @@ int RunQuantizeCommand(options::QuantizeSettings& settings) {
     files.Check();
     log::SetFile(settings.log_file);
   }
-  ProgressBar bar("calibrating");
-  o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   const QuantizeReport report = Quantize(o);
-  o.progress = nullptr;
   fmt::print("{}", FormatQuantizeSummary(report, o));
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/progress_bar.h"
 #include "options/response_files.h"
 #include "ptqkit/error.h"
 
@@ -84,6 +85,7 @@ int RunCommandLine(int argc, const char* const* argv) {
     } catch (const CLI::ParseError& e) {
       return Fail(2, e.what());
     }
+    ProgressDisplay progress;  // every long stage of the command: a bar on a terminal, else periodic lines
     if (app.got_subcommand("quantize")) return quantize();
     if (app.got_subcommand("inspect")) return inspect();
     if (app.got_subcommand("exclude")) return exclude();

@@ -7,7 +7,6 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/option_flags.h"
-#include "cli/progress_bar.h"
 #include "scan/sensitivity_shard.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
@@ -84,12 +83,7 @@ Command RegisterSensitivity(CLI::App& app) {
       o.shard_count = spec.count;
       const std::string path = output_json.empty() ? DefaultPartPath(o.onnx_path, spec) : output_json;
       shard::SensitivityPart part;
-      {
-        ProgressBar bar("probing");
-        o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
-        part = ScoreSensitivityShard(o);
-        o.progress = nullptr;
-      }
+      part = ScoreSensitivityShard(o);
       shard::SaveSensitivityPart(part, path);
       fmt::print("shard {}: {} of {} target(s): {} scored, {} failed\nWrote {}\n", shard_text, part.targets.size(),
                  part.num_targets, part.result.scores.size(), part.result.failed.size(), path);
@@ -99,10 +93,7 @@ Command RegisterSensitivity(CLI::App& app) {
     if (!merge.empty()) {
       result = MergeParts(merge);
     } else {
-      ProgressBar bar("probing");
-      o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
       result = ScoreSensitivity(o);
-      o.progress = nullptr;
     }
     const std::string json_path = output_json.empty() ? DefaultJsonPath(result.onnx_path) : output_json;
     sensitivity::WriteScanOutputs(

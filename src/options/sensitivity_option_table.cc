@@ -70,6 +70,26 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
                   .Metavar("MB")
                   .Details("FP32 activations kept for probes that run only the sub-graph after their target; above "
                            "it every probe runs the whole model (same scores, slower)"));
+  t.push_back(ScanCount("probe_chunk_samples", &SensitivityOptions::probe_chunk_samples, 0,
+                        "Sensitivity: samples per chunk of the scan; 0 = as many as the activation cache holds")
+                  .Metavar("N")
+                  .Details("the FP32 reference caches one chunk's activations at a time and every probe's sub-graph "
+                           "runs on it, so memory stays within --activation_cache_limit_mb for any number of samples; "
+                           "scores are the same in any chunking (means over samples, added in sample order)"));
+  Spec settle = Flag("stop_when_settled", nullptr,
+                     "Sensitivity: stop sampling a target once its place in the ranking is settled")
+                    .Commands(kSensitivity)
+                    .Details("after each chunk of 32 samples (at least 64 seen), a target whose interval (mean ± 3 "
+                             "standard errors) overlaps neither neighbour in the ranking, is within ±5 % of its "
+                             "score, or whose upper end is under 0.1 % of the total score mass, takes no more samples; the scores file records per target the samples used, the "
+                             "interval and why it stopped (\"sampling\"). Shards settle among their own targets");
+  settle.spec().apply = [](QuantizeSettings& s, const std::vector<std::string>& v) {
+    s.scan.options.stop_when_settled = v.empty() || ParseBoolWord("--stop_when_settled", v[0]);
+  };
+  settle.spec().show = [](const QuantizeSettings& s) {
+    return std::string(s.scan.options.stop_when_settled ? "true" : "false");
+  };
+  t.push_back(std::move(settle));
   t.push_back(Text("shard", nullptr,
                    "Sensitivity: K/N: score only targets K, K+N, K+2N, ... (K from 0) and write a part file for --merge")
                   .Metavar("K/N")

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/progress.h"
 #include "onnx/float16.h"
 #include "onnx/session_model.h"
 #include "ptqkit/error.h"
@@ -38,6 +39,7 @@ int64_t GramCapture::Run(const CalibrationData& data, const RuntimeOptions& runt
   *providers = session.providers();
   std::vector<std::string> run_outputs = from_outputs_;
   if (run_outputs.empty()) run_outputs.push_back(session.output_names().front());  // still runs the model once
+  progress::Stage stage("calibrating", "batches", data.num_batches);
   for (int64_t b = 0; b < data.num_batches; ++b) {
     const Batch batch = data.set.ReadBatch(b, data.batch_size);
     for (const auto& t : from_inputs_) {
@@ -48,6 +50,7 @@ int64_t GramCapture::Run(const CalibrationData& data, const RuntimeOptions& runt
       if (observed_.count(v.name)) Add(v.name, v.dtype, v.shape, v.data, v.num_elements);
     });
     if (progress) progress(b + 1, data.num_batches);
+    stage.Set(b + 1);
   }
   return std::min(data.set.num_samples(), data.num_batches * data.batch_size);
 }

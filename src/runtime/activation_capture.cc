@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/progress.h"
 #include "onnx/model_io.h"
 #include "onnx/onnx_library.h"
 #include "onnx/session_model.h"
@@ -129,6 +130,7 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
   const int64_t batches = request.num_batches > 0 ? request.num_batches : data.NumBatches(request.batch_size);
   const int64_t first = request.sliced ? request.first_batch : 0;
   const int64_t end = request.sliced ? std::min(request.end_batch, batches) : batches;
+  progress::Stage stage("calibrating", "batches", end - first);
   for (int64_t b = first; b < end; ++b) {
     const Batch batch = data.ReadBatch(b, request.batch_size);
     for (const auto& t : from_inputs) {
@@ -143,6 +145,7 @@ CaptureResult CaptureStatistics(const onnx::ModelProto& model, const Calibration
       for (const auto& v : views) fold_channels(tensor_of.count(v.name) ? tensor_of.at(v.name) : v.name, v);
     });
     if (request.progress) request.progress(b + 1 - first, end - first);
+    stage.Set(b + 1 - first);
   }
   for (const auto& t : result.not_float) result.table.tensors.erase(t);
   for (const auto& t : bad_channels) result.channels.erase(t);

@@ -37,9 +37,10 @@ EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData&
 }
 
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
-                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
-                       size_t cache_limit_bytes, const std::string& mask_input) {
+                       const std::set<std::string>& boundaries, bool keep_boundaries, const RuntimeOptions& runtime,
+                       int64_t first_batch, int64_t end_batch, const std::string& mask_input) {
   Reference ref;
+  ref.first_batch = first_batch;
   for (const auto& o : model.graph().output()) {
     ref.output_names.push_back(o.name());
     if (BatchNotOnAxis0(o)) ref.unsplit_outputs.insert(o.name());
@@ -47,43 +48,29 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
   std::set<std::string> graph_inputs;
   for (const auto& v : model.graph().input()) graph_inputs.insert(v.name());
   std::vector<std::string> wanted = ref.output_names;
-  ref.has_boundaries = cache_limit_bytes > 0;
-  if (!ref.has_boundaries) log::Info("sensitivity: activation cache limit is 0; probes run the whole model");
+  ref.has_boundaries = keep_boundaries;
   for (const auto& t : ref.has_boundaries ? boundaries : std::set<std::string>{}) {
     if (graph_inputs.count(t) || std::find(wanted.begin(), wanted.end(), t) != wanted.end()) continue;
     wanted.push_back(t);
   }
   InferenceSession session(onnxio::MakeSessionModel(model, wanted), runtime);
-  size_t cached = 0;
-  for (int64_t b = 0; b < eval.count; ++b) {
+  for (int64_t b = first_batch; b < std::min(end_batch, eval.count); ++b) {
     Batch batch = set.ReadBatch(b, eval.batch_size);
     std::map<std::string, HostTensor> values;
     auto outputs = session.Run(batch, wanted);
     for (size_t k = 0; k < wanted.size(); ++k) values[wanted[k]] = std::move(outputs[k]);
     for (auto& [name, t] : batch) values[name] = std::move(t);
     if (!mask_input.empty()) ref.padding.push_back(sensitivity::PaddingMask::Of(values, mask_input));
-    for (const auto& [name, t] : values) {
-      cached += t.bytes.size();
-      ref.types[name] = {t.dtype, t.shape.size()};
-    }
-    if (ref.has_boundaries && cached * static_cast<size_t>(eval.count) / static_cast<size_t>(b + 1) > cache_limit_bytes) {
-      log::Info("sensitivity: FP32 activations would need more than {} MiB; probes run the whole model",
-                cache_limit_bytes >> 20);
-      ref.has_boundaries = false;
-    }
+    for (const auto& [name, t] : values) ref.types[name] = {t.dtype, t.shape.size()};
     if (!ref.has_boundaries) {
       // Whole-model probes read the graph inputs (the calibration batch) and are compared on the
       // outputs: keep exactly those. Dropping the inputs here made every probe fail with
       // "no data for model input".
-      const auto keep = [&](std::map<std::string, HostTensor>& from) {
-        std::map<std::string, HostTensor> kept;
-        for (const auto& name : ref.output_names) kept[name] = std::move(from[name]);
-        for (const auto& name : graph_inputs)
-          if (from.count(name)) kept[name] = std::move(from[name]);
-        from = std::move(kept);
-      };
-      keep(values);
-      for (auto& earlier : ref.batches) keep(earlier);
+      std::map<std::string, HostTensor> kept;
+      for (const auto& name : ref.output_names) kept[name] = std::move(values[name]);
+      for (const auto& name : graph_inputs)
+        if (values.count(name)) kept[name] = std::move(values[name]);
+      values = std::move(kept);
     }
     ref.batches.push_back(std::move(values));
   }
@@ -116,12 +103,18 @@ std::string NonFiniteOutputs(const ProbeOutputs& probe) {
   return out.empty() ? out : "non-finite outputs: " + out;
 }
 
-double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval) {
-  double total = 0.0;
-  for (const auto& name : ref.output_names) {
+size_t ReferenceBytes(const Reference& ref) {
+  size_t bytes = 0;
+  for (const auto& batch : ref.batches)
+    for (const auto& [name, t] : batch) bytes += t.bytes.size();
+  return bytes;
+}
+
+void AddToScore(const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval,
+                sensitivity::ScoreAccumulator* score) {
+  for (size_t k = 0; k < ref.output_names.size(); ++k) {
+    const std::string& name = ref.output_names[k];
     if (probe.empty() || !probe[0].count(name)) continue;
-    double sum = 0.0;
-    int64_t count = 0;
     for (size_t b = 0; b < ref.batches.size(); ++b) {
       const HostTensor* r = &ref.batches[b].at(name);
       const HostTensor* p = &probe[b].at(name);
@@ -136,17 +129,19 @@ double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutput
         r = &masked_r;
         p = &masked_p;
       }
-      const int64_t rows = std::min(eval.batch_size, eval.samples - static_cast<int64_t>(b) * eval.batch_size);
+      const int64_t batch = ref.first_batch + static_cast<int64_t>(b);
+      const int64_t rows = std::min(eval.batch_size, eval.samples - batch * eval.batch_size);
       const int64_t samples =
           (!r->shape.empty() && r->shape[0] == rows && !ref.unsplit_outputs.count(name)) ? rows : 1;
       const int64_t per = r->NumElements() / samples;
-      for (int64_t s = 0; s < samples; ++s, ++count) {
-        sum += sensitivity::CompareSample(metric, r->Data<float>() + s * per, p->Data<float>() + s * per, static_cast<size_t>(per));
+      // Samples are numbered in order of arrival: chunks come in batch order, so the running sums
+      // add in the same order as a scan over all batches at once (bit-identical scores).
+      const int64_t next = score->NumSamples(k);
+      for (int64_t s = 0; s < samples; ++s) {
+        score->Add(k, next + s, r->Data<float>() + s * per, p->Data<float>() + s * per, static_cast<size_t>(per));
       }
     }
-    if (count) total += sum / static_cast<double>(count);
   }
-  return total;
 }
 
 

@@ -1,8 +1,9 @@
 // Evaluation of sensitivity probes against the FP32 model.
 //
-// The FP32 reference runs once over the evaluation batches and keeps the graph outputs and, when
-// they fit in memory, every activation some probe's sub-graph reads at its boundary (see
-// probe_cut.h). Probes then run on those cached values and are scored against the kept outputs.
+// The FP32 reference runs over a range of the evaluation batches (a chunk) and keeps the graph
+// outputs and, when asked, every activation some probe's sub-graph reads at its boundary (see
+// probe_cut.h). Probes then run on those cached values and their per-sample comparisons are added
+// to a running score, so a scan in chunks scores exactly as one over all batches at once.
 // Not thread-safe; values are owned by the Reference.
 #pragma once
 
@@ -41,6 +42,7 @@ EvalBatches ChooseEvalBatches(const PreparedModel& model, const CalibrationData&
 // every tensor in `boundaries` (has_boundaries tells whether they were kept).
 struct Reference {
   std::vector<std::string> output_names;
+  int64_t first_batch = 0;                                  // evaluation batch index of batches[0]
   std::vector<std::map<std::string, HostTensor>> batches;  // per batch: tensor -> value
   std::map<std::string, BoundaryType> types;
   bool has_boundaries = false;
@@ -54,13 +56,16 @@ struct Reference {
   std::vector<sensitivity::PaddingMask> padding;
 };
 
-// Above `cache_limit_bytes` of cached values (0: always) only graph inputs and outputs are kept and
-// has_boundaries is false: probes then run the whole model, fed with the kept graph inputs.
-// `mask_input` (--eval_mask_input, "" for none) is read into `padding`; a bad one throws here,
-// before any probe runs.
+// Evaluation batches [first_batch, end_batch). With `keep_boundaries` false only graph inputs and
+// outputs are kept (has_boundaries is false): probes then run the whole model, fed with the kept
+// graph inputs. `mask_input` (--eval_mask_input, "" for none) is read into `padding`; a bad one
+// throws here, before any probe runs.
 Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set, const EvalBatches& eval,
-                       const std::set<std::string>& boundaries, const RuntimeOptions& runtime,
-                       size_t cache_limit_bytes, const std::string& mask_input = "");
+                       const std::set<std::string>& boundaries, bool keep_boundaries, const RuntimeOptions& runtime,
+                       int64_t first_batch, int64_t end_batch, const std::string& mask_input = "");
+
+// Bytes a Reference holds (what the activation cache limit bounds).
+size_t ReferenceBytes(const Reference& ref);
 
 using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
 
@@ -73,13 +78,16 @@ ProbeOutputs RunOnReference(const onnx::ModelProto& model, const onnx::GraphProt
                             const std::vector<std::string>& names, const Reference& ref, const RuntimeOptions& runtime,
                             bool all_as_inputs = false);
 
-// Sum over graph outputs of the mean over samples of the metric. An output the probe does not
-// recompute equals the reference and contributes 0. An output's axis 0 is the sample axis when it
-// has one row per sample of the batch; otherwise the whole output counts as one sample.
 // "" when every float value is finite; otherwise which outputs hold NaN or Inf, e.g.
 // "output 'y' NaN (12 of 4096 values)".
 std::string NonFiniteOutputs(const ProbeOutputs& probe);
 
-double Score(sensitivity::Metric metric, const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval);
+// Adds the probe's per-sample comparisons on `ref`'s batches to `score` (made with
+// ref.output_names.size() outputs); its Score() is the sum over graph outputs of the mean over
+// samples. An output the probe does not recompute equals the reference and contributes 0. An
+// output's axis 0 is the sample axis when it has one row per sample of the batch; otherwise the
+// whole output counts as one sample (indexed by its batch).
+void AddToScore(const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval,
+                sensitivity::ScoreAccumulator* score);
 
 }  // namespace ptqkit

@@ -38,23 +38,48 @@ ProbeSessions::ProbeSessions(const ProbeContext& context, SensitivityResult* res
 }
 
 void ProbeSessions::Fail(size_t i, const std::string& why) {
+  if (!done_.insert(i).second) return;
+  result_->scores.erase((*c_.probes)[i].target);
   result_->failed.emplace_back((*c_.probes)[i].target, why);
   c_.progress();
 }
 
-// A probe's score, or kNonFiniteScore and a non_finite entry when its outputs turned NaN/Inf
-// (e.g. a quantized Sqrt input of a decomposed LayerNorm hitting 0): the most sensitive target.
-void ProbeSessions::Record(size_t i, const ProbeOutputs& outputs) {
+// kNonFiniteScore and a non_finite entry when its outputs turned NaN/Inf (e.g. a quantized Sqrt
+// input of a decomposed LayerNorm hitting 0): the most sensitive target, whatever other chunks say.
+void ProbeSessions::NonFinite(size_t i, const std::string& why) {
+  if (!done_.insert(i).second) return;
   const std::string& target = (*c_.probes)[i].target;
-  std::string bad = NonFiniteOutputs(outputs);
-  double score = bad.empty() ? Score(c_.metric, *c_.reference, outputs, *c_.eval) : kNonFiniteScore;
-  if (bad.empty() && !std::isfinite(score)) bad = fmt::format("the {} score is {}", result_->metric, score);
+  log::Warn("sensitivity: quantizing '{}' makes {}; it ranks first", target, why);
+  result_->non_finite.emplace_back(target, why);
+  result_->scores[target] = kNonFiniteScore;
+  c_.progress();
+}
+
+void ProbeSessions::Record(size_t i, const ProbeOutputs& outputs) {
+  const std::string bad = NonFiniteOutputs(outputs);
   if (!bad.empty()) {
-    score = kNonFiniteScore;
-    log::Warn("sensitivity: quantizing '{}' makes {}; it ranks first", target, bad);
-    result_->non_finite.emplace_back(target, bad);
+    NonFinite(i, bad);
+    return;
   }
-  result_->scores[target] = score;
+  auto it = scores_.find(i);
+  if (it == scores_.end()) it = scores_.emplace(i, sensitivity::ScoreAccumulator(c_.metric, c_.reference->output_names.size())).first;
+  AddToScore(*c_.reference, outputs, *c_.eval, &it->second);
+}
+
+const sensitivity::ScoreAccumulator* ProbeSessions::Accumulated(size_t i) const {
+  auto it = scores_.find(i);
+  return it == scores_.end() ? nullptr : &it->second;
+}
+
+void ProbeSessions::Finish(size_t i) {
+  const sensitivity::ScoreAccumulator* acc = Accumulated(i);
+  const double score = acc ? acc->Score() : 0.0;
+  if (!std::isfinite(score)) {
+    NonFinite(i, fmt::format("the {} score is {}", result_->metric, score));
+    return;
+  }
+  if (!done_.insert(i).second) return;
+  result_->scores[(*c_.probes)[i].target] = score;
   c_.progress();
 }
 
@@ -91,8 +116,7 @@ void ProbeSessions::Evaluate(size_t i) {
       return;
     }
     if (p.cut.outputs.empty()) {  // reaches no graph output: identical to FP32
-      result_->scores[p.target] = 0.0;
-      c_.progress();
+      Finish(i);
       return;
     }
     onnx::ModelProto rewritten = skeleton_;

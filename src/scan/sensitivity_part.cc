@@ -107,6 +107,8 @@ SensitivityResult MergeSensitivityParts(const std::vector<SensitivityPart>& part
   for (int64_t k = 0; k < n; ++k) {
     const SensitivityResult& r = by_shard[k]->result;
     for (const auto& [target, score] : r.scores) merged.scores[target] = score;
+    // Each shard settles its own targets against its own neighbours (it does not see the others').
+    for (const auto& [target, s] : r.sampling) merged.sampling[target] = s;
     merged.failed.insert(merged.failed.end(), r.failed.begin(), r.failed.end());
     merged.non_finite.insert(merged.non_finite.end(), r.non_finite.begin(), r.non_finite.end());
     for (const auto& [phase, seconds] : r.timings) {

@@ -171,6 +171,25 @@ double ScoreAccumulator::Score() const {
   return total;
 }
 
+double ScoreAccumulator::StandardError() const {
+  double total = 0.0;
+  for (size_t output = 0; output < values_.size(); ++output) {
+    double sum = 0.0, squares = 0.0;
+    int64_t count = 0;
+    for (size_t s = 0; s < values_[output].size(); ++s) {
+      if (!has_[output][s]) continue;
+      sum += values_[output][s];
+      squares += values_[output][s] * values_[output][s];
+      ++count;
+    }
+    if (count < 2) continue;
+    const double n = static_cast<double>(count);
+    const double variance = std::max(0.0, (squares - sum * sum / n) / (n - 1.0));
+    total += std::sqrt(variance / n);
+  }
+  return total;
+}
+
 int64_t ScoreAccumulator::NumSamples(size_t output) const {
   if (output >= has_.size()) return 0;
   return std::count(has_[output].begin(), has_[output].end(), true);

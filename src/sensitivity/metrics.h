@@ -49,6 +49,9 @@ class ScoreAccumulator {
   double Score() const;
   // Samples added for `output`.
   int64_t NumSamples(size_t output) const;
+  // Standard error of Score(): the sum over outputs of each output mean's standard error (an upper
+  // bound whatever the correlation between outputs). 0 with fewer than 2 samples of every output.
+  double StandardError() const;
   Metric metric() const { return metric_; }
 
  private:

@@ -84,7 +84,7 @@ nlohmann::json ToJson(const SensitivityResult& result) {
     non_finite.push_back({{"reason", reason}, {"target", target}});
   }
   // nlohmann::json keeps object keys in a std::map: sorted, whatever the insertion order.
-  return json{{"onnx_path", result.onnx_path},
+  json out{{"onnx_path", result.onnx_path},
               {"scores", result.scores},
               {"failed", std::move(failed)},
               {"num_non_finite", static_cast<int64_t>(result.non_finite.size())},
@@ -96,6 +96,15 @@ nlohmann::json ToJson(const SensitivityResult& result) {
               {"target_precision", result.target_precision},
               {"timings", result.timings},
               {"ptqkit_version", result.ptqkit_version}};
+  if (!result.sampling.empty()) {
+    json sampling = json::object();
+    for (const auto& [target, s] : result.sampling) {
+      if (!std::isfinite(s.low) || !std::isfinite(s.high)) continue;  // a non-finite probe's interval is meaningless
+      sampling[target] = {{"samples", s.samples}, {"low", s.low}, {"high", s.high}, {"settled", s.settled}};
+    }
+    out["sampling"] = std::move(sampling);
+  }
+  return out;
 }
 
 SensitivityResult FromJson(const nlohmann::json& json, const std::string& source) {
@@ -146,6 +155,26 @@ SensitivityResult FromJson(const nlohmann::json& json, const std::string& source
   r.granularity = OneOf(json, "granularity", source, {"op_type", "node"});
   r.target_precision = StringField(json, "target_precision", source);
   if (json.contains("timings")) r.timings = NumberMap(json.at("timings"), "timings", source);
+  if (json.contains("sampling")) {
+    const nlohmann::json& sampling = json.at("sampling");
+    if (!sampling.is_object()) BadField(source, "sampling", "an object", sampling);
+    for (const auto& [target, entry] : sampling.items()) {
+      const std::string key = "sampling." + target;
+      if (!entry.is_object()) BadField(source, key, "an object", entry);
+      TargetSampling s;
+      const auto number = [&](const char* field) {
+        if (!entry.contains(field) || !entry.at(field).is_number()) {
+          BadField(source, key + "." + field, "a number", entry.value(field, nlohmann::json()));
+        }
+        return entry.at(field);
+      };
+      s.samples = number("samples").get<int64_t>();
+      s.low = number("low").get<double>();
+      s.high = number("high").get<double>();
+      s.settled = entry.value("settled", std::string());
+      r.sampling[target] = s;
+    }
+  }
   if (json.contains("ptqkit_version"))
     r.ptqkit_version = StringField(json, "ptqkit_version", source);
   return r;
