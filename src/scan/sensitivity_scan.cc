@@ -290,6 +290,9 @@ void ProbeChunks(const SensitivityOptions& o, const ScanInputs& in, const EvalBa
   progress::Stage stage("probing", "probe runs", plan.count * static_cast<int64_t>(owned.size()));
   int64_t runs = 0, skipped = 0;
   for (int64_t c = 0; c < plan.count; ++c) {
+    int64_t active = 0;
+    for (size_t i : owned) active += sessions->Active(i) ? 1 : 0;
+    if (active == 0) break;  // every target settled (or none to probe): the other samples are not needed
     const int64_t first = c * plan.batches_per_chunk, end = std::min(eval.count, first + plan.batches_per_chunk);
     const int64_t first_sample = first * eval.batch_size, end_sample = std::min(eval.samples, end * eval.batch_size);
     const auto ref_start = Clock::now();
@@ -297,8 +300,6 @@ void ProbeChunks(const SensitivityOptions& o, const ScanInputs& in, const EvalBa
                                              plan.keep_boundaries, in.runtime, first, end, o.mask_input);
     times->reference_s += Since(ref_start);
     sessions->SetReference(&reference);
-    int64_t active = 0;
-    for (size_t i : owned) active += sessions->Active(i) ? 1 : 0;
     for (size_t i : owned) {
       if (!sessions->Active(i)) continue;
       sessions->Evaluate(i);
