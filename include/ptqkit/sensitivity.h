@@ -45,7 +45,7 @@ struct SensitivityOptions {
   int64_t probe_chunk_samples = 0;
   // Stop sampling a target once its ranking is settled (scan/settling.h); the scores file then
   // records each target's samples and interval. Shards settle among their own targets.
-  bool stop_when_settled = false;
+  bool stop_when_settled = true;
   // A calibration table (`ptqkit calibrate`, or `quantize --save_calibration_cache`) to take the
   // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
   std::string calibration_cache;

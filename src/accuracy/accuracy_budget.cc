@@ -1,6 +1,9 @@
 #include "accuracy/accuracy_budget.h"
 
+#include <fmt/format.h>
+
 #include "base/log.h"
+#include "base/progress.h"
 
 namespace ptqkit::accuracy {
 
@@ -15,7 +18,12 @@ AccuracyBudgetReport SearchCut(int64_t ranking_size, double budget, double diver
     r.met = true;
     return r;
   }
+  // Galloping then bisection: at most about 2 log2(n) + 1 evaluations.
+  int64_t bound = 1;
+  for (int64_t n = 1; n < ranking_size; n *= 2) bound += 2;
+  progress::Stage stage("accuracy budget", "evaluations", bound);
   const auto measure = [&](int64_t k) {
+    stage.Set(r.evaluations, fmt::format("trying {} node(s) in float", k));
     const double d = evaluate(k);
     ++r.evaluations;
     r.curve.emplace_back(k, d);

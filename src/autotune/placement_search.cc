@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/progress.h"
 
 namespace ptqkit::autotune {
 namespace {
@@ -86,6 +87,7 @@ class Search {
     for (size_t g : order) total += std::min<int>(settings_.schemes_per_region, groups_[g].schemes.size()) - 1;
     total *= settings_.passes;
     int done = 0;
+    progress::Stage stage("autotune", "candidates", total);
     for (int pass = 0; pass < settings_.passes; ++pass) {
       bool changed = false;
       // Changes that were faster, but not by the margin: on a runtime where every group adds a
@@ -122,6 +124,7 @@ class Search {
                                            verdict);
           log::Info("{} [{}/{}]", message, std::min(done, total), total);
           if (eval_.progress) eval_.progress(std::min(done, total), total);
+          stage.Set(std::min(done, total), fmt::format("pass {}, group {} of {}", pass + 1, g + 1, groups_.size()));
           if (kept) {
             result_.schemes = candidate;
             incumbent = l;

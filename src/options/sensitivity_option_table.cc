@@ -76,20 +76,23 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
                   .Details("the FP32 reference caches one chunk's activations at a time and every probe's sub-graph "
                            "runs on it, so memory stays within --activation_cache_limit_mb for any number of samples; "
                            "scores are the same in any chunking (means over samples, added in sample order)"));
-  Spec settle = Flag("stop_when_settled", nullptr,
-                     "Sensitivity: stop sampling a target once its place in the ranking is settled")
-                    .Commands(kSensitivity)
-                    .Details("after each chunk of 32 samples (at least 64 seen), a target whose interval (mean ± 3 "
-                             "standard errors) overlaps neither neighbour in the ranking, is within ±5 % of its "
-                             "score, or whose upper end is under 0.1 % of the total score mass, takes no more samples; the scores file records per target the samples used, the "
-                             "interval and why it stopped (\"sampling\"). Shards settle among their own targets");
-  settle.spec().apply = [](QuantizeSettings& s, const std::vector<std::string>& v) {
-    s.scan.options.stop_when_settled = v.empty() || ParseBoolWord("--stop_when_settled", v[0]);
-  };
-  settle.spec().show = [](const QuantizeSettings& s) {
-    return std::string(s.scan.options.stop_when_settled ? "true" : "false");
-  };
-  t.push_back(std::move(settle));
+  t.push_back(Text("stop_when_settled", nullptr,
+                   "Sensitivity: stop sampling a target once its place in the ranking is settled")
+                  .Metavar("BOOL")
+                  .Flagged()
+                  .Commands(kSensitivity)
+                  .DefaultDoc("true")
+                  .Apply([](QuantizeSettings& s, const std::string& v) {
+                    s.scan.options.stop_when_settled = ParseBoolWord("--stop_when_settled", v);
+                  })
+                  .Show([](const QuantizeSettings& s) {
+                    return std::string(s.scan.options.stop_when_settled ? "true" : "false");
+                  })
+                  .Details("after each chunk of 64 samples, a target whose interval (mean ± 3 standard errors) "
+                           "overlaps neither neighbour in the ranking, is within ±5 % of its score, or whose upper "
+                           "end is under 0.1 % of the total score mass, takes no more samples; the scores file "
+                           "records per target the samples used, the interval and why it stopped (\"sampling\"). "
+                           "Shards settle among their own targets. `false`: every target takes every sample"));
   t.push_back(Text("shard", nullptr,
                    "Sensitivity: K/N: score only targets K, K+N, K+2N, ... (K from 0) and write a part file for --merge")
                   .Metavar("K/N")

@@ -55,6 +55,9 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const Pr
     so.granularity = "node";
     so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
     so.target_precision = o.quantize_mode;
+    // Every sample for every node: the search walks this order node by node, including the many
+    // small scores that settling would leave in an unsettled order.
+    so.stop_when_settled = false;
     // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
     std::set<std::string> quantized, op_types;
     for (const auto& [node, op] : quantized_nodes) {

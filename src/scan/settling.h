@@ -22,7 +22,9 @@ inline constexpr double kIntervalZ = 3.0;
 inline constexpr double kPreciseFraction = 0.05;
 inline constexpr double kNegligibleShare = 0.001;
 inline constexpr int64_t kMinSettleSamples = 64;
-inline constexpr int64_t kSettleChunkSamples = 32;  // samples per chunk when settling (then checks)
+// Samples per chunk when settling: a check after each. Every chunk builds each active probe's session
+// again, so chunks smaller than the minimum only add session start-ups.
+inline constexpr int64_t kSettleChunkSamples = 64;
 
 struct TargetEstimate {
   double mean = 0.0;

@@ -21,7 +21,8 @@ def scan(cli, model, data, out, *extra):
 @pytest.fixture(scope="module")
 def full(cli, transformer, calib, tmp_path_factory):
     data = calib("transformer", n=N)
-    _, js = scan(cli, transformer, data, tmp_path_factory.mktemp("full") / "s.json")
+    _, js = scan(cli, transformer, data, tmp_path_factory.mktemp("full") / "s.json", "--stop_when_settled", "false")
+    assert "sampling" not in js
     return data, js
 
 
@@ -32,7 +33,7 @@ def test_chunked_probes_score_bit_identically(cli, transformer, full, tmp_path, 
     A cache limit below one batch's activations (4 MiB here) would run whole-model probes instead,
     which ONNX Runtime fuses differently (equal to about 1e-5 relative, not bit for bit)."""
     data, reference = full
-    r, js = scan(cli, transformer, data, tmp_path / "s.json", *extra)
+    r, js = scan(cli, transformer, data, tmp_path / "s.json", *extra, "--stop_when_settled", "false")
     assert re.search(r"512 samples in \d+ chunks", r.stderr), r.stderr[-2000:]
     assert js["scores"] == reference["scores"]  # exact float equality, every target
     assert "sampling" not in js
@@ -40,7 +41,7 @@ def test_chunked_probes_score_bit_identically(cli, transformer, full, tmp_path, 
 
 def test_stop_when_settled_keeps_what_it_claims(cli, transformer, full, tmp_path):
     data, reference = full
-    _, js = scan(cli, transformer, data, tmp_path / "s.json", "--stop_when_settled")
+    _, js = scan(cli, transformer, data, tmp_path / "s.json")  # the default
     sampling = js["sampling"]
     assert set(sampling) == set(js["scores"])
     assert all(0 < s["samples"] <= N and s["low"] <= js["scores"][t] <= s["high"] for t, s in sampling.items())
@@ -68,7 +69,8 @@ def test_stop_when_settled_keeps_what_it_claims(cli, transformer, full, tmp_path
 def test_progress_lines_when_stderr_is_a_pipe(cli, transformer, full, tmp_path, monkeypatch):
     data, _ = full
     monkeypatch.setenv("PTQKIT_PROGRESS_INTERVAL_S", "0")  # a line per update instead of every ~10 s
-    r, _ = scan(cli, transformer, data, tmp_path / "s.json", "--probe_chunk_samples", "128")
+    r, _ = scan(cli, transformer, data, tmp_path / "s.json", "--probe_chunk_samples", "128", "--stop_when_settled",
+                "false")
     lines = r.stderr.splitlines()
     assert any(re.fullmatch(r"ptqkit: calibrating: \d+/\d+ batches \(\d+%\); \d+s elapsed(, ETA \d+s)?", ln)
                for ln in lines), r.stderr[-3000:]
