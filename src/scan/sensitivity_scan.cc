@@ -1,6 +1,6 @@
 // The sensitivity scan (DESIGN.md "Sensitivity scan and picker"), as named steps:
-//   OpenInputs -> MakeProbes (probes.h) -> CalibrateOnce -> PlanChunks -> per chunk: the FP32
-//   reference, then every active probe (ProbeChunks, probe_sessions.h) -> Finish.
+//   OpenInputs -> MakeProbes (probes.h) -> CalibrateOnce -> PlanScan -> per chunk and probe group:
+//   the FP32 reference, then every active probe (RunScanPlan, scan_plan.h; probe_sessions.h) -> Finish.
 // One calibration serves every probe, and one FP32 reference pass (in chunks that fit the
 // activation cache) serves every probe; a shard runs every step but probes only its own targets.
 #include <fmt/format.h>
@@ -11,7 +11,6 @@
 #include <set>
 
 #include "base/log.h"
-#include "base/progress.h"
 #include "calib/method.h"
 #include "canon/canonicalize.h"
 #include "calib/scale_search.h"
@@ -29,7 +28,7 @@
 #include "scan/probe_sessions.h"
 #include "scan/probes.h"
 #include "scan/sensitivity_shard.h"
-#include "scan/settling.h"
+#include "scan/scan_plan.h"
 #include "sensitivity/metrics.h"
 
 namespace ptqkit {
@@ -207,125 +206,7 @@ std::map<std::string, float> CalibrateOnce(const SensitivityOptions& o, const Sc
   return amax;
 }
 
-// Step 3: how the evaluation batches are cut into chunks. A chunk's FP32 reference caches the
-// activations at every probe's cut; every shard caches the boundaries of all probes, not only its
-// own, so that it makes the same choices as a whole scan. One batch of them is measured: the
-// chunk holds as many batches as --activation_cache_limit_mb allows (then --probe_chunk_samples
-// and, when settling, kSettleChunkSamples cap it). If one batch does not fit, probes run the whole
-// model on the cached inputs.
-struct ChunkPlan {
-  std::set<std::string> boundaries;
-  bool keep_boundaries = true;
-  int64_t batches_per_chunk = 1;
-  int64_t count = 1;
-};
-
-int64_t BatchesFor(int64_t samples, int64_t batch_size) { return std::max<int64_t>(1, (samples + batch_size - 1) / batch_size); }
-
-ChunkPlan PlanChunks(const SensitivityOptions& o, const ScanInputs& in, const GraphIndex& index,
-                     const EvalBatches& eval, std::vector<Probe>* probes) {
-  ChunkPlan plan;
-  for (auto& p : *probes) {
-    if (p.plan.tensors.empty()) continue;
-    p.cut = ComputeProbeCut(index, p.plan);
-    plan.boundaries.insert(p.cut.boundary.begin(), p.cut.boundary.end());
-  }
-  plan.batches_per_chunk = std::max<int64_t>(1, eval.count);
-  const size_t limit = static_cast<size_t>(o.activation_cache_limit_mb) << 20;
-  if (limit == 0) {
-    log::Info("sensitivity: activation cache limit is 0; probes run the whole model");
-    plan.keep_boundaries = false;
-  } else if (eval.count > 0) {
-    const Reference one = RunReference(in.prepared->proto, in.data->set, eval, plan.boundaries, true, in.runtime, 0, 1,
-                                       o.mask_input);
-    const size_t bytes = std::max<size_t>(1, ReferenceBytes(one));
-    if (bytes > limit) {
-      log::Info("sensitivity: one batch of FP32 activations needs {} MiB, more than --activation_cache_limit_mb {}; "
-                "probes run the whole model",
-                bytes >> 20, o.activation_cache_limit_mb);
-      plan.keep_boundaries = false;
-    } else {
-      plan.batches_per_chunk = std::min<int64_t>(plan.batches_per_chunk, static_cast<int64_t>(limit / bytes));
-    }
-  }
-  if (o.probe_chunk_samples > 0) {
-    plan.batches_per_chunk = std::min(plan.batches_per_chunk, BatchesFor(o.probe_chunk_samples, eval.batch_size));
-  }
-  if (o.stop_when_settled) {
-    plan.batches_per_chunk = std::min(plan.batches_per_chunk, BatchesFor(kSettleChunkSamples, eval.batch_size));
-  }
-  plan.count = std::max<int64_t>(1, (eval.count + plan.batches_per_chunk - 1) / plan.batches_per_chunk);
-  if (plan.count > 1) {
-    log::Info("sensitivity: {} samples in {} chunks of up to {} (FP32 activations cached one chunk at a time)",
-              eval.samples, plan.count, std::min(eval.samples, plan.batches_per_chunk * eval.batch_size));
-  }
-  return plan;
-}
-
-// Step 4: per chunk, the FP32 reference and then every probe still sampling; with
-// --stop_when_settled, the targets whose ranking is settled leave after the chunk.
-struct ProbeTimes {
-  double reference_s = 0.0;
-};
-
-void ProbeChunks(const SensitivityOptions& o, const ScanInputs& in, const EvalBatches& eval, const ChunkPlan& plan,
-                 const std::vector<size_t>& owned, const std::vector<Probe>& probes, ProbeSessions* sessions,
-                 SensitivityResult* result, ProbeTimes* times) {
-  std::map<size_t, int64_t> samples_seen;
-  const auto estimate = [&](size_t i) {
-    TargetEstimate e;
-    const sensitivity::ScoreAccumulator* acc = sessions->Accumulated(i);
-    e.mean = acc ? acc->Score() : 0.0;
-    const double half = acc ? kIntervalZ * acc->StandardError() : 0.0;
-    e.low = e.mean - half;
-    e.high = e.mean + half;
-    e.samples = samples_seen[i];
-    e.active = sessions->Active(i);
-    return e;
-  };
-  const auto record = [&](size_t i, const std::string& why) {
-    const TargetEstimate e = estimate(i);
-    result->sampling[probes[i].target] = {e.samples, e.low, e.high, why};
-  };
-  progress::Stage stage("probing", "probe runs", plan.count * static_cast<int64_t>(owned.size()));
-  int64_t runs = 0, skipped = 0;
-  for (int64_t c = 0; c < plan.count; ++c) {
-    int64_t active = 0;
-    for (size_t i : owned) active += sessions->Active(i) ? 1 : 0;
-    if (active == 0) break;  // every target settled (or none to probe): the other samples are not needed
-    const int64_t first = c * plan.batches_per_chunk, end = std::min(eval.count, first + plan.batches_per_chunk);
-    const int64_t first_sample = first * eval.batch_size, end_sample = std::min(eval.samples, end * eval.batch_size);
-    const auto ref_start = Clock::now();
-    const Reference reference = RunReference(in.prepared->proto, in.data->set, eval, plan.boundaries,
-                                             plan.keep_boundaries, in.runtime, first, end, o.mask_input);
-    times->reference_s += Since(ref_start);
-    sessions->SetReference(&reference);
-    for (size_t i : owned) {
-      if (!sessions->Active(i)) continue;
-      sessions->Evaluate(i);
-      samples_seen[i] += end_sample - first_sample;
-      stage.Set(++runs + skipped, fmt::format("samples {}-{} of {}, {} of {} targets sampling", first_sample,
-                                               end_sample - 1, eval.samples, active, owned.size()));
-    }
-    sessions->Flush();
-    if (o.stop_when_settled && c + 1 < plan.count) {
-      std::vector<TargetEstimate> estimates;
-      for (size_t i : owned) estimates.push_back(estimate(i));
-      const std::vector<std::string> settled = SettledTargets(estimates);
-      for (size_t k = 0; k < owned.size(); ++k) {
-        if (settled[k].empty() || !sessions->Active(owned[k])) continue;
-        record(owned[k], settled[k]);
-        sessions->Finish(owned[k]);
-        skipped += plan.count - 1 - c;
-      }
-    }
-  }
-  for (size_t i : owned) {
-    if (!sessions->Active(i)) continue;
-    if (o.stop_when_settled) record(i, "all samples");
-    sessions->Finish(i);
-  }
-}
+// Steps 3 and 4, the plan of the FP32 passes and the probes run on them: scan/scan_plan.h.
 
 // Step 5: failures in scan order (they were found in session-batch order, which depends on how
 // probes were batched and, for merged shards, on the split); a whole scan that scored nothing is
@@ -366,7 +247,8 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part, const PreparedModel*
 
   const auto plan_start = Clock::now();
   const EvalBatches eval = ChooseEvalBatches(*in.prepared, *in.data, num_samples);
-  const ChunkPlan plan = PlanChunks(o, in, index, eval, &probes);
+  const ReferenceSource source{&model, &in.data->set, in.runtime, o.mask_input};
+  const ScanPlan plan = PlanScan(o, source, index, eval, &probes);
   const double plan_s = Since(plan_start);
 
   SensitivityResult result;
@@ -401,14 +283,13 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part, const PreparedModel*
               "level (fake-quant)");
   }
   ProbeSessions sessions(context, &result);
-  ProbeTimes times;
-  ProbeChunks(o, in, eval, plan, owned, probes, &sessions, &result, &times);
+  const double chunk_reference_s = RunScanPlan(o, source, eval, plan, owned, probes, &sessions, &result);
 
   Finish(o, probes, sharded, &result);
   result.timings["calibration_s"] = calibration_s;
-  // The FP32 reference passes (one per chunk, plus the one batch that sized the chunks).
-  result.timings["reference_s"] = plan_s + times.reference_s;
-  result.timings["probes_s"] = Since(probes_start) - times.reference_s;
+  // The FP32 reference passes (per chunk and probe group, plus the one batch that planned them).
+  result.timings["reference_s"] = plan_s + chunk_reference_s;
+  result.timings["probes_s"] = Since(probes_start) - chunk_reference_s;
   result.timings["probes_onnxruntime_s"] = sessions.onnxruntime_seconds();
   if (sharded) outcome.fingerprint = ScanFingerprint(o, model_digest, *in.data, eval, outcome.num_targets);
   result.timings["total_s"] = Since(start);

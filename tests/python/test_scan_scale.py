@@ -34,7 +34,7 @@ def test_chunked_probes_score_bit_identically(cli, transformer, full, tmp_path, 
     which ONNX Runtime fuses differently (equal to about 1e-5 relative, not bit for bit)."""
     data, reference = full
     r, js = scan(cli, transformer, data, tmp_path / "s.json", *extra, "--stop_when_settled", "false")
-    assert re.search(r"512 samples in \d+ chunks", r.stderr), r.stderr[-2000:]
+    assert re.search(r"512 samples in \d+ chunk\(s\) of up to \d+; FP32 activations cached one pass at a time", r.stderr), r.stderr[-2000:]
     assert js["scores"] == reference["scores"]  # exact float equality, every target
     assert "sampling" not in js
 
@@ -87,3 +87,18 @@ def test_short_runs_print_no_progress_lines(cli, transformer, full, tmp_path, mo
     monkeypatch.delenv("PTQKIT_PROGRESS_INTERVAL_S", raising=False)
     r, _ = scan(cli, transformer, data, tmp_path / "s.json", "--op_types_scope", "Softmax")
     assert not [ln for ln in r.stderr.splitlines() if re.match(r"ptqkit: (probing|calibrating): ", ln)]
+
+
+def test_probe_groups_when_the_cut_activations_do_not_fit(cli, transformer, full, tmp_path):
+    """8 MiB cannot hold every cut activation of 64 samples (4 MiB a batch of 16): the probes are
+    split into groups, each with its own FP32 pass, instead of whole-model probes. Scores agree with
+    the one-pass scan up to ONNX Runtime's fusions (a session that keeps other activations rounds a
+    few values differently, and a Q/DQ rounding step can flip): well within the sampling noise."""
+    data, reference = full
+    r, js = scan(cli, transformer, data, tmp_path / "s.json", "--activation_cache_limit_mb", "8",
+                 "--stop_when_settled", "false")
+    assert re.search(r"\d+ groups of probes, each with its own FP32 pass", r.stderr), r.stderr[-2000:]
+    assert "run the whole model" not in r.stderr
+    assert set(js["scores"]) == set(reference["scores"])
+    for t, v in reference["scores"].items():
+        assert js["scores"][t] == pytest.approx(v, rel=0.02), t
