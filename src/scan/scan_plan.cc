@@ -31,12 +31,15 @@ size_t BytesOf(const std::set<std::string>& tensors, const std::map<std::string,
   return total;
 }
 
-// Probes in graph order, each group's cut activations within `budget` bytes per batch (a probe
-// over it alone is a group of its own).
-std::vector<ProbeGroup> GroupProbes(const std::vector<Probe>& probes, const std::map<std::string, size_t>& bytes,
-                                    size_t always, size_t budget) {
+// The probes `which` (in graph order), each group's cut activations within the plan's budget per
+// batch (a probe over it alone is a group of its own); then each group's passes sized to the limit,
+// or whole-model probes where one batch does not fit.
+std::vector<ProbeGroup> GroupProbes(const std::vector<Probe>& probes, const std::vector<size_t>& which,
+                                    const ScanPlan& plan, int64_t activation_cache_limit_mb) {
+  const std::map<std::string, size_t>& bytes = plan.tensor_bytes;
+  const size_t always = plan.always_bytes, budget = plan.group_budget;
   std::vector<ProbeGroup> groups(1);
-  for (size_t i = 0; i < probes.size(); ++i) {
+  for (size_t i : which) {
     std::set<std::string> merged = groups.back().boundaries;
     merged.insert(probes[i].cut.boundary.begin(), probes[i].cut.boundary.end());
     if (BytesOf(merged, bytes, always) > budget && !groups.back().probes.empty()) {
@@ -45,6 +48,19 @@ std::vector<ProbeGroup> GroupProbes(const std::vector<Probe>& probes, const std:
     }
     groups.back().boundaries = std::move(merged);
     groups.back().probes.push_back(i);
+  }
+  for (auto& g : groups) {
+    const size_t need = std::max<size_t>(1, BytesOf(g.boundaries, bytes, always));
+    if (need > plan.limit) {
+      log::Info("sensitivity: one batch of the FP32 activations {} probe(s) read needs {} MiB, more than "
+                "--activation_cache_limit_mb {}; they run the whole model",
+                g.probes.size(), need >> 20, activation_cache_limit_mb);
+      g.keep_boundaries = false;
+      g.boundaries.clear();
+      g.batches_per_pass = plan.batches_per_chunk;
+    } else {
+      g.batches_per_pass = std::min<int64_t>(plan.batches_per_chunk, static_cast<int64_t>(plan.limit / need));
+    }
   }
   return groups;
 }
@@ -85,27 +101,19 @@ ScanPlan PlanScan(const SensitivityOptions& o, const ReferenceSource& source, co
   }
   const size_t per_batch = std::max<size_t>(1, BytesOf(all.boundaries, bytes, always));
   const int64_t grouped_chunk = std::min(plan.batches_per_chunk, BatchesFor(kMinGroupedChunkSamples, eval.batch_size));
+  plan.tensor_bytes = std::move(bytes);
+  plan.always_bytes = always;
+  plan.limit = limit;
+  plan.group_budget = limit / static_cast<size_t>(grouped_chunk);
   if (per_batch * static_cast<size_t>(grouped_chunk) <= limit) {
     all.batches_per_pass = std::min<int64_t>(plan.batches_per_chunk, static_cast<int64_t>(limit / per_batch));
     plan.groups.push_back(std::move(all));
   } else {
-    plan.groups = GroupProbes(*probes, bytes, always, limit / static_cast<size_t>(grouped_chunk));
+    plan.grouped = true;
+    plan.groups = GroupProbes(*probes, all.probes, plan, o.activation_cache_limit_mb);
     log::Info("sensitivity: the probes' FP32 activations take {} MiB per batch; {} groups of probes, each with its "
               "own FP32 pass per chunk",
               per_batch >> 20, plan.groups.size());
-  }
-  for (auto& g : plan.groups) {
-    const size_t need = std::max<size_t>(1, BytesOf(g.boundaries, bytes, always));
-    if (need > limit) {
-      log::Info("sensitivity: one batch of the FP32 activations {} probe(s) read needs {} MiB, more than "
-                "--activation_cache_limit_mb {}; they run the whole model",
-                g.probes.size(), need >> 20, o.activation_cache_limit_mb);
-      g.keep_boundaries = false;
-      g.boundaries.clear();
-      g.batches_per_pass = plan.batches_per_chunk;
-    } else {
-      g.batches_per_pass = std::min<int64_t>(plan.batches_per_chunk, static_cast<int64_t>(limit / need));
-    }
   }
   if (plan.chunks > 1 || plan.groups.size() > 1 || plan.groups[0].batches_per_pass < plan.batches_per_chunk) {
     log::Info("sensitivity: {} samples in {} chunk(s) of up to {}; FP32 activations cached one pass at a time",
@@ -142,7 +150,14 @@ double RunScanPlan(const SensitivityOptions& o, const ReferenceSource& source, c
     for (size_t i : owned) active += sessions->Active(i) ? 1 : 0;
     if (active == 0) break;  // every target settled (or none to probe): the other samples are not needed
     const int64_t chunk_end = std::min(eval.count, (c + 1) * plan.batches_per_chunk);
-    for (const ProbeGroup& group : plan.groups) {
+    std::vector<ProbeGroup> regrouped;
+    if (plan.grouped && c > 0) {
+      std::vector<size_t> still;
+      for (size_t i : owned)
+        if (sessions->Active(i)) still.push_back(i);
+      regrouped = GroupProbes(probes, still, plan, o.activation_cache_limit_mb);
+    }
+    for (const ProbeGroup& group : regrouped.empty() ? plan.groups : regrouped) {
       std::vector<size_t> todo;
       for (size_t i : group.probes)
         if (mine.count(i) && sessions->Active(i)) todo.push_back(i);

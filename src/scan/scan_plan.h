@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +44,14 @@ struct ScanPlan {
   std::vector<ProbeGroup> groups;
   int64_t batches_per_chunk = 1;
   int64_t chunks = 1;
+  // When grouped: bytes per batch of each cut activation and of what every pass keeps, and the
+  // bytes per batch a group may take. After each chunk the probes still sampling are grouped
+  // again: a few unsettled probes need fewer FP32 passes than the first chunk's groups.
+  bool grouped = false;
+  std::map<std::string, size_t> tensor_bytes;
+  size_t always_bytes = 0;
+  size_t group_budget = 0;
+  size_t limit = 0;
 };
 
 // What the reference passes run on: the prepared model, its data and session options.

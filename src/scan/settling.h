@@ -8,6 +8,9 @@
 //  - "negligible": even its upper bound is under kNegligibleShare of the total score mass (the sum
 //    of every target's lower bound): no coverage cut up to 1 - kNegligibleShare reaches it, so
 //    its order among the other negligible targets is not worth more samples;
+//  - "decided": its interval lies wholly on one side of the default picker's cut (`ptqkit exclude`
+//    at its default PickerOptions::coverage, placed between the last target it excludes and the next, by the
+//    means): the picker's default decision for it would not change with more samples;
 // and only after kMinSettleSamples samples (small samples underestimate the spread).
 // Pure functions; thread-safe.
 #pragma once
