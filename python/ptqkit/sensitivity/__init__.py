@@ -46,7 +46,8 @@ def score(onnx_path, calibration_data=None, granularity=None, metric=None, targe
     [{"target", "reason"}] (probes whose outputs turned NaN/Inf; their score is the largest finite
     double, 1.7976931348623157e+308), "num_non_finite", "calibration_source",
     "num_calibration_samples", "metric", "granularity", "target_precision", "timings",
-    "onnx_path", "ptqkit_version"}. Raises ptqkit.Error.
+    "onnx_path", "ptqkit_version", and with stop_when_settled (the default) "sampling": {target:
+    {"samples", "low", "high", "settled"}}}. Raises ptqkit.Error.
     """
     options.update(granularity=granularity, metric=metric, target_precision=target_precision,
                    calibration_method=calibration_method, op_types_scope=op_types_scope)
