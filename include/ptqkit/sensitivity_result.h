@@ -21,7 +21,8 @@ inline constexpr double kNonFiniteScore = 1.7976931348623157e+308;
 // --stop_when_settled): the score's interval (mean ± 3 standard errors) and why sampling stopped:
 // "separated" (the interval overlaps neither neighbour in the ranking), "precise" (within ±5 % of
 // the score), "negligible" (under 0.1 % of the total score mass), "decided" (wholly on one side of
-// the default picker's coverage-0.90 cut), "all samples".
+// the default picker's coverage-0.90 cut), "all samples", or "unreached" (0 samples: quantizing it
+// changes no graph output, its score is 0).
 struct TargetSampling {
   int64_t samples = 0;
   double low = 0.0, high = 0.0;

@@ -91,9 +91,10 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
                   .Details("after each chunk of 64 samples, a target whose interval (mean ± 3 standard errors) "
                            "overlaps neither neighbour in the ranking, is within ±5 % of its score, whose upper "
                            "end is under 0.1 % of the total score mass, or which lies wholly on one side of the default "
-                           "picker's cut (coverage 0.90) takes no more samples; the scores file "
-                           "records per target the samples used, the interval and why it stopped (\"sampling\"). "
-                           "Shards settle among their own targets. `false`: every target takes every sample"));
+                           "picker's cut (coverage 0.90) takes no more samples; the scores file records per target "
+                           "the samples used, the interval and why it stopped (\"sampling\"). A target whose change "
+                           "reaches no graph output is `unreached` (0 samples, score 0). Shards settle among their "
+                           "own targets. `false`: every target takes every sample"));
   t.push_back(Text("shard", nullptr,
                    "Sensitivity: K/N: score only targets K, K+N, K+2N, ... (K from 0) and write a part file for --merge")
                   .Metavar("K/N")

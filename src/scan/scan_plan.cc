@@ -199,6 +199,15 @@ double RunScanPlan(const SensitivityOptions& o, const ReferenceSource& source, c
     if (o.stop_when_settled) record(i, "all samples");
     sessions->Finish(i);
   }
+  // Targets whose change reaches no graph output scored 0 without a sample: say so, so that every
+  // scored target has its sampling entry.
+  for (size_t i : owned) {
+    const std::string& target = probes[i].target;
+    if (o.stop_when_settled && result->scores.count(target) && !result->sampling.count(target) &&
+        !sessions->Accumulated(i)) {
+      result->sampling[target] = {0, 0.0, 0.0, "unreached"};
+    }
+  }
   return reference_s;
 }
 

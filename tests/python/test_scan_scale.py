@@ -44,12 +44,13 @@ def test_stop_when_settled_keeps_what_it_claims(cli, transformer, full, tmp_path
     _, js = scan(cli, transformer, data, tmp_path / "s.json")  # the default
     sampling = js["sampling"]
     assert set(sampling) == set(js["scores"])
-    assert all(0 < s["samples"] <= N and s["low"] <= js["scores"][t] <= s["high"] for t, s in sampling.items())
+    assert all(0 < s["samples"] <= N and s["low"] <= js["scores"][t] <= s["high"] for t, s in sampling.items()
+               if s["settled"] != "unreached")
     early = {t: s for t, s in sampling.items() if s["settled"] != "all samples"}
     assert early, "no target settled before the last sample"
     assert all(s["samples"] >= 64 and s["samples"] < N for s in early.values())
     assert {s["settled"] for s in sampling.values()} <= {"separated", "precise", "negligible", "decided",
-                                                          "all samples"}
+                                                          "all samples", "unreached"}
     # A target that saw every sample scores exactly as in the full scan.
     for t, s in sampling.items():
         if s["samples"] == N:
@@ -116,3 +117,24 @@ def test_probe_groups_when_the_cut_activations_do_not_fit(cli, transformer, full
     assert set(js["scores"]) == set(reference["scores"])
     for t, v in reference["scores"].items():
         assert js["scores"][t] == pytest.approx(v, rel=0.02), t
+
+
+def test_targets_that_reach_no_output_are_unreached(cli, tmp_path):
+    """A node whose change reaches no graph output scores 0 without a sample; the sampling record
+    says so instead of leaving the target out."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+             helper.make_node("Relu", ["x"], ["dead"], name="dead_relu")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "dead.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(1).standard_normal((16, 8)).astype(np.float32))
+    _, js = scan(cli, tmp_path / "dead.onnx", tmp_path / "x.npy", tmp_path / "s.json")
+    assert js["scores"]["dead_relu"] == 0.0
+    assert js["sampling"]["dead_relu"] == {"samples": 0, "low": 0.0, "high": 0.0, "settled": "unreached"}
+    assert js["sampling"]["mm"]["samples"] == 16 and js["sampling"]["mm"]["settled"] == "all samples"
