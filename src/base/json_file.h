@@ -29,16 +29,22 @@ inline std::string JsonLibraryMessage(const nlohmann::json::exception& e) {
 template <typename Json = nlohmann::json>
 Json ReadJsonFile(const std::string& path, std::string_view what) {
   const std::string text = ReadWholeInputFile(path, what);
-  // The last object key read, so that a number that does not fit is named by its key (the parser's
-  // own message gives neither the key nor the position).
-  std::string last_key;
-  const auto remember_key = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& value) {
-    if (event == nlohmann::json::parse_event_t::key && value.is_string()) last_key = value.template get<std::string>();
-    return true;
-  };
   try {
-    return Json::parse(text, remember_key);
+    return Json::parse(text);
   } catch (const nlohmann::json::out_of_range& e) {
+    // Parsed again, only now, noting the last object key read: the number that does not fit is
+    // named by its key (the parser's own message gives neither the key nor the position).
+    std::string last_key;
+    const auto remember_key = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& value) {
+      if (event == nlohmann::json::parse_event_t::key && value.is_string()) last_key = value.template get<std::string>();
+      return true;
+    };
+    try {
+      const Json ignored = Json::parse(text, remember_key);
+      (void)ignored;
+    } catch (const nlohmann::json::exception&) {
+      // Expected: it stops at the same number, and last_key is the key before it.
+    }
     throw Error(fmt::format("{} '{}' holds a number outside the range of a double{} ({})", what, path,
                             last_key.empty() ? "" : fmt::format(" at '{}'", last_key), JsonLibraryMessage(e)));
   } catch (const nlohmann::json::exception& e) {

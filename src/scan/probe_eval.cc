@@ -103,13 +103,6 @@ std::string NonFiniteOutputs(const ProbeOutputs& probe) {
   return out.empty() ? out : "non-finite outputs: " + out;
 }
 
-size_t ReferenceBytes(const Reference& ref) {
-  size_t bytes = 0;
-  for (const auto& batch : ref.batches)
-    for (const auto& [name, t] : batch) bytes += t.bytes.size();
-  return bytes;
-}
-
 void AddToScore(const Reference& ref, const ProbeOutputs& probe, const EvalBatches& eval,
                 sensitivity::ScoreAccumulator* score) {
   for (size_t k = 0; k < ref.output_names.size(); ++k) {

@@ -64,8 +64,6 @@ Reference RunReference(const onnx::ModelProto& model, const CalibrationSet& set,
                        const std::set<std::string>& boundaries, bool keep_boundaries, const RuntimeOptions& runtime,
                        int64_t first_batch, int64_t end_batch, const std::string& mask_input = "");
 
-// Bytes a Reference holds (what the activation cache limit bounds).
-size_t ReferenceBytes(const Reference& ref);
 
 using ProbeOutputs = std::vector<std::map<std::string, HostTensor>>;  // per batch: output -> value
 

@@ -35,18 +35,23 @@ size_t BytesOf(const std::set<std::string>& tensors, const std::map<std::string,
 // batch (a probe over it alone is a group of its own); then each group's passes sized to the limit,
 // or whole-model probes where one batch does not fit.
 std::vector<ProbeGroup> GroupProbes(const std::vector<Probe>& probes, const std::vector<size_t>& which,
-                                    const ScanPlan& plan, int64_t activation_cache_limit_mb) {
+                                    const ScanPlan& plan) {
   const std::map<std::string, size_t>& bytes = plan.tensor_bytes;
   const size_t always = plan.always_bytes, budget = plan.group_budget;
   std::vector<ProbeGroup> groups(1);
+  size_t group_bytes = always;  // of groups.back(), kept as tensors join it
   for (size_t i : which) {
-    std::set<std::string> merged = groups.back().boundaries;
-    merged.insert(probes[i].cut.boundary.begin(), probes[i].cut.boundary.end());
-    if (BytesOf(merged, bytes, always) > budget && !groups.back().probes.empty()) {
+    const auto& boundary = probes[i].cut.boundary;
+    std::set<std::string> added;  // the tensors this probe would add to the group
+    for (const auto& t : boundary)
+      if (!groups.back().boundaries.count(t)) added.insert(t);
+    if (group_bytes + BytesOf(added, bytes, 0) > budget && !groups.back().probes.empty()) {
       groups.emplace_back();
-      merged = {probes[i].cut.boundary.begin(), probes[i].cut.boundary.end()};
+      group_bytes = always;
+      added = {boundary.begin(), boundary.end()};
     }
-    groups.back().boundaries = std::move(merged);
+    group_bytes += BytesOf(added, bytes, 0);
+    groups.back().boundaries.insert(added.begin(), added.end());
     groups.back().probes.push_back(i);
   }
   for (auto& g : groups) {
@@ -54,7 +59,7 @@ std::vector<ProbeGroup> GroupProbes(const std::vector<Probe>& probes, const std:
     if (need > plan.limit) {
       log::Info("sensitivity: one batch of the FP32 activations {} probe(s) read needs {} MiB, more than "
                 "--activation_cache_limit_mb {}; they run the whole model",
-                g.probes.size(), need >> 20, activation_cache_limit_mb);
+                g.probes.size(), need >> 20, plan.limit >> 20);
       g.keep_boundaries = false;
       g.boundaries.clear();
       g.batches_per_pass = plan.batches_per_chunk;
@@ -110,7 +115,7 @@ ScanPlan PlanScan(const SensitivityOptions& o, const ReferenceSource& source, co
     plan.groups.push_back(std::move(all));
   } else {
     plan.grouped = true;
-    plan.groups = GroupProbes(*probes, all.probes, plan, o.activation_cache_limit_mb);
+    plan.groups = GroupProbes(*probes, all.probes, plan);
     log::Info("sensitivity: the probes' FP32 activations take {} MiB per batch; {} groups of probes, each with its "
               "own FP32 pass per chunk",
               per_batch >> 20, plan.groups.size());
@@ -155,7 +160,7 @@ double RunScanPlan(const SensitivityOptions& o, const ReferenceSource& source, c
       std::vector<size_t> still;
       for (size_t i : owned)
         if (sessions->Active(i)) still.push_back(i);
-      regrouped = GroupProbes(probes, still, plan, o.activation_cache_limit_mb);
+      regrouped = GroupProbes(probes, still, plan);
     }
     for (const ProbeGroup& group : regrouped.empty() ? plan.groups : regrouped) {
       std::vector<size_t> todo;

@@ -129,7 +129,7 @@ double CompareSample(Metric metric, const float* ref, const float* probe, size_t
 }
 
 ScoreAccumulator::ScoreAccumulator(Metric metric, size_t num_outputs)
-    : metric_(metric), values_(num_outputs), has_(num_outputs) {}
+    : metric_(metric), values_(num_outputs), has_(num_outputs), counts_(num_outputs, 0) {}
 
 void ScoreAccumulator::Add(size_t output, int64_t sample, const float* ref, const float* probe,
                            size_t n) {
@@ -154,6 +154,7 @@ void ScoreAccumulator::AddValue(size_t output, int64_t sample, double value) {
   }
   values_[output][index] = value;
   has_[output][index] = true;
+  ++counts_[output];
 }
 
 double ScoreAccumulator::Score() const {
@@ -191,8 +192,7 @@ double ScoreAccumulator::StandardError() const {
 }
 
 int64_t ScoreAccumulator::NumSamples(size_t output) const {
-  if (output >= has_.size()) return 0;
-  return std::count(has_[output].begin(), has_[output].end(), true);
+  return output < counts_.size() ? counts_[output] : 0;
 }
 
 }  // namespace ptqkit::sensitivity

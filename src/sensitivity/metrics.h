@@ -60,6 +60,7 @@ class ScoreAccumulator {
   // out of order, and a gap must not count as a zero).
   std::vector<std::vector<double>> values_;
   std::vector<std::vector<bool>> has_;
+  std::vector<int64_t> counts_;  // per output: samples added (NumSamples is on the scan's per-batch path)
 };
 
 }  // namespace ptqkit::sensitivity
