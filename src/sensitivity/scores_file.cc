@@ -158,7 +158,10 @@ SensitivityResult FromJson(const nlohmann::json& json, const std::string& source
   if (json.contains("sampling")) {
     const nlohmann::json& sampling = json.at("sampling");
     if (!sampling.is_object()) BadField(source, "sampling", "an object", sampling);
-    for (const auto& [target, entry] : sampling.items()) {
+    for (const auto& item : sampling.items()) {
+      // Not a structured binding: clang 14 cannot capture one in the lambda below.
+      const std::string& target = item.key();
+      const nlohmann::json& entry = item.value();
       const std::string key = "sampling." + target;
       if (!entry.is_object()) BadField(source, key, "an object", entry);
       TargetSampling s;
