@@ -20,6 +20,7 @@ by onnx.version_converter, i.e. what the fixed ptqkit must reach on the original
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -27,6 +28,7 @@ import pytest
 
 import corpus
 from corpus import ort_int8_kernels_saturate
+from golden_digests import RECORD_HELP, DigestFile, file_digest, machine_key  # noqa: E402
 
 # model -> mode -> {metric: (min or max, bound)}; "min": metric >= bound, "max": metric <= bound
 THRESHOLDS = {
@@ -222,3 +224,21 @@ def test_default_level_matches_basic(name, mode, target, ptqkit, tmp_path_factor
     basic = _run(name, out, True)
     default = _run(name, out, False)
     _check(m.metric(basic, default, test), AGREEMENT[name], f"{name} {mode} {target}: default vs basic level")
+
+
+DIGESTS = DigestFile(Path(__file__).with_name("output_digests.json"))
+
+
+@pytest.mark.parametrize("name,mode,target", AGREEMENT_CASES)
+def test_output_matches_recorded_digest(name, mode, target, ptqkit, tmp_path_factory, request):
+    """Refactors write the same bytes (golden_digests.py says when and how digests are re-recorded)."""
+    out = _quantize(name, mode, target, ptqkit, tmp_path_factory, _deployed_extra(mode, False))
+    case = f"{name}-{mode}-{target}"
+    if request.config.getoption("--record-digests"):
+        DIGESTS.record(case, file_digest(out))
+        return
+    expected = DIGESTS.expected(case)
+    if expected is None:
+        print(f"{case}: no digest recorded for '{machine_key()}' (test_determinism covers reruns)")
+        return
+    assert file_digest(out) == expected, f"{case}: the output differs from the recorded one; {RECORD_HELP}"

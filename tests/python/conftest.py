@@ -32,6 +32,8 @@ OUTPUT_FLAGS = {"--output_path", "--save_calibration_cache", "--log_file", "--re
 def pytest_addoption(parser):
     parser.addoption("--ptqkit", default=str(REPO / "build" / "ptqkit"),
                      help="path to the ptqkit binary (default: <repo>/build/ptqkit)")
+    parser.addoption("--record-digests", action="store_true",
+                     help="test_output_digests.py: record this machine's output digests instead of comparing")
 
 
 @dataclass
