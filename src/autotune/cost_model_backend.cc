@@ -2,17 +2,19 @@
 
 #include <set>
 
+#include "onnx/op_traits.h"
+
 namespace ptqkit::autotune {
 
 LatencySummary CostModelBackend::Measure(const onnx::ModelProto& model) {
   ++measurements_;
   std::set<std::string> dequantized;
   for (const auto& node : model.graph().node()) {
-    if (node.op_type() == "DequantizeLinear") dequantized.insert(node.output(0));
+    if (HasRole(node, OpRole::kDequantize)) dequantized.insert(node.output(0));
   }
   double total = 0.0;
   for (const auto& node : model.graph().node()) {
-    if (node.op_type() == "QuantizeLinear" || node.op_type() == "DequantizeLinear") {
+    if (IsQdqOp(node)) {
       total += qdq_ms_;
       continue;
     }

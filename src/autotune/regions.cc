@@ -7,21 +7,17 @@
 #include <set>
 
 #include "onnx/graph_index.h"
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit::autotune {
 namespace {
 
-bool IsCore(const std::string& op) { return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul"; }
+bool IsCore(const std::string& op) { return TraitsOf(op).role == OpRole::kLinear; }
 
 // Ops that TensorRT and ONNX Runtime fuse into, or run right after, a convolution or matrix
-// product: the tail a region takes along.
-bool IsEpilogue(const std::string& op) {
-  static const std::set<std::string> ops = {"BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip", "Sigmoid",
-                                            "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Mul", "Add", "Sub",
-                                            "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Erf", "Gelu"};
-  return ops.count(op) > 0;
-}
+// product: the tail a region takes along (OpFlag::kRegionTail).
+bool IsEpilogue(const std::string& op) { return TraitsOf(op).Has(OpFlag::kRegionTail); }
 constexpr int kMaxTail = 6;
 
 // Known shape of `tensor` from value_info / graph inputs / outputs; dims that are not fixed
@@ -139,21 +135,24 @@ class RegionBuilder {
   }
 
   double CoreCost(const onnx::NodeProto& node) const {
-    const std::string& op = node.op_type();
     const double out = node.output_size() > 0 ? Elements(Shape(node.output(0))) : 0.0;
     const std::vector<int64_t> w = node.input_size() > 1 ? Shape(node.input(1)) : std::vector<int64_t>{};
     const std::vector<int64_t> a = node.input_size() > 0 ? Shape(node.input(0)) : std::vector<int64_t>{};
-    if ((op == "Conv") && !w.empty() && w[0] > 0) return out * Elements(w) / static_cast<double>(w[0]);
-    if (op == "ConvTranspose" && !w.empty() && w[0] > 0) return Elements(a) * Elements(w) / static_cast<double>(w[0]);
+    const WeightLayoutKind kind = TraitsOf(node).weight_layout;
+    // A convolution: output (input, for ConvTranspose) elements x weight elements per output channel.
+    if (kind == WeightLayoutKind::kConv && !w.empty() && w[0] > 0) return out * Elements(w) / static_cast<double>(w[0]);
+    if (kind == WeightLayoutKind::kConvTranspose && !w.empty() && w[0] > 0) {
+      return Elements(a) * Elements(w) / static_cast<double>(w[0]);
+    }
     // MatMul / Gemm: output elements x K (K from the activation's last axis, else the weight's).
+    const WeightLayout layout = WeightLayoutOf(node, w);
     int64_t k = -1;
-    if (op == "Gemm") {
-      const bool trans_a = IntAttribute(node, "transA", 0) != 0;
-      if (a.size() == 2) k = trans_a ? a[0] : a[1];
+    if (kind == WeightLayoutKind::kGemm) {
+      if (a.size() == 2) k = layout.transposed_input ? a[0] : a[1];
     } else if (!a.empty()) {
       k = a.back();
     }
-    if (k <= 0 && w.size() >= 2) k = op == "Gemm" && IntAttribute(node, "transB", 0) != 0 ? w[1] : w[w.size() - 2];
+    if (k <= 0 && w.size() >= 2) k = layout.in_channels;
     if (k > 0 && out > 1.0) return out * static_cast<double>(k);
     return Elements(w);  // no shapes known: the weight size is the best proxy left
   }

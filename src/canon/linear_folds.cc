@@ -7,6 +7,7 @@
 #include "canon/channel_constants.h"
 #include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
+#include "onnx/op_traits.h"
 
 namespace ptqkit::canon {
 namespace {
@@ -25,7 +26,7 @@ struct LinearNode {
 // MatMul's output channel axis 1 is its weight's columns only when its input is a matrix).
 std::optional<LinearNode> FoldableLinear(const GraphIndex& g, int i, const std::set<std::string>* matrices) {
   const auto& n = g.node(i);
-  const bool conv = n.op_type() == "Conv" || n.op_type() == "ConvTranspose";
+  const bool conv = IsConvolution(n);
   const bool matmul = n.op_type() == "MatMul" && n.input_size() == 2 && matrices != nullptr &&
                       matrices->count(n.input(0)) > 0;
   if (!n.domain().empty() || (!conv && !matmul && n.op_type() != "Gemm") || n.input_size() < 2 ||
@@ -42,11 +43,11 @@ std::optional<LinearNode> FoldableLinear(const GraphIndex& g, int i, const std::
   const auto& wt = *w->value;
   if (conv) {
     if (wt.dims_size() < 3) return std::nullopt;
-    lin.channels = n.op_type() == "Conv" ? wt.dims(0) : wt.dims(1) * IntAttribute(n, "group", 1);
+    lin.channels = WeightLayoutOf(n, wt).out_channels;
     lin.output_rank = wt.dims_size();
   } else {
     if (wt.dims_size() != 2) return std::nullopt;
-    lin.channels = IntAttribute(n, "transB", 0) ? wt.dims(0) : wt.dims(1);
+    lin.channels = WeightLayoutOf(n, wt).out_channels;
     lin.output_rank = 2;
     // A beta other than 1 would have to be folded into C too; exporters write 1.
     if (n.input_size() >= 3 && !n.input(2).empty() && FloatAttribute(n, "beta", 1.0f) != 1.0f) return std::nullopt;
@@ -146,8 +147,8 @@ std::vector<int64_t> WeightChannels(const onnx::NodeProto& n, const onnx::Tensor
       ch[i] = (ci / per_group_in) * dims[1] + j;
     }
   } else {  // Gemm: [N, K] with transB, else [K, N] (MatMul too)
-    const bool trans_b = IntAttribute(n, "transB", 0) != 0;
-    for (int64_t i = 0; i < count; ++i) ch[i] = trans_b ? i / dims[1] : i % dims[1];
+    const bool rows = WeightLayoutOf(n, dims).out_axis == 0;
+    for (int64_t i = 0; i < count; ++i) ch[i] = rows ? i / dims[1] : i % dims[1];
   }
   return ch;
 }

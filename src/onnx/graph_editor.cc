@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "onnx/op_traits.h"
 #include "onnx/subgraphs.h"
 
 namespace ptqkit {
@@ -81,7 +82,7 @@ void GraphEditor::RemoveUnread(const std::set<std::string>& replaced) {
   auto* nodes = graph_->mutable_node();
   nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
                               [&](const onnx::NodeProto& n) {
-                                return n.op_type() == "Constant" && n.output_size() == 1 && is_dead(n.output(0));
+                                return HasRole(n, OpRole::kConstant) && n.output_size() == 1 && is_dead(n.output(0));
                               }),
                nodes->end());
   auto* infos = graph_->mutable_value_info();

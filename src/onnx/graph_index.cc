@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "onnx/float16.h"
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -22,7 +23,7 @@ GraphIndex::GraphIndex(const onnx::GraphProto& graph, const GraphIndex* outer) :
     for (const auto& out : n.output()) {
       if (!out.empty()) producer_[out] = i;
     }
-    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") && n.output_size() == 1) {
+    if (HasRole(n, OpRole::kConstant) && n.output_size() == 1) {
       for (const auto& attr : n.attribute()) {
         if (attr.name() == "value" && attr.has_t()) constants_[n.output(0)] = &attr.t();
       }

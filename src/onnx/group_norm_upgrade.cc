@@ -53,13 +53,14 @@ std::string ElementBytes(const onnx::TensorProto& t, size_t* element_size) {
   }
 }
 
+bool IsGroupNormalization(const onnx::NodeProto& n) {
+  return n.op_type() == "GroupNormalization" && (n.domain().empty() || n.domain() == "ai.onnx");
+}
+
 }  // namespace
 
 bool HasGroupNormalization(const onnx::GraphProto& graph) {
-  for (const auto& n : graph.node()) {
-    if (n.op_type() == "GroupNormalization" && (n.domain().empty() || n.domain() == "ai.onnx")) return true;
-  }
-  return false;
+  return std::any_of(graph.node().begin(), graph.node().end(), IsGroupNormalization);
 }
 
 void WidenGroupNormalizationParameters(onnx::ModelProto* model) {
@@ -70,7 +71,7 @@ void WidenGroupNormalizationParameters(onnx::ModelProto* model) {
   std::set<std::string> replaced;
   auto* nodes = model->mutable_graph()->mutable_node();
   for (auto& n : *nodes) {
-    if (n.op_type() != "GroupNormalization" || !(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+    if (!IsGroupNormalization(n)) continue;
     const int64_t groups = IntAttribute(n, "num_groups", 0);
     const int64_t channels = n.input_size() == 3 ? Channels(inferred, n.input(0)) : -1;
     if (groups <= 0 || channels <= 0 || channels % groups != 0) {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "onnx/model_prep.h"
+#include "onnx/op_traits.h"
 #include "onnx/tensor_size.h"
 #include "ptqkit/error.h"
 
@@ -10,7 +11,8 @@ namespace {
 // Q/DQ nodes anywhere, control-flow subgraphs included.
 void CheckNotQuantized(const onnx::GraphProto& graph, const std::string& path) {
   for (const auto& n : graph.node()) {
-    if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") {
+    const OpRole role = TraitsOf(std::string_view(n.op_type())).role;  // any domain: com.microsoft's too
+    if (role == OpRole::kQuantize || role == OpRole::kDequantize) {
       throw Error(fmt::format("model '{}' is already quantized (node '{}' is a {}); give ptqkit the FP32 model", path,
                               n.name(), n.op_type()));
     }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "onnx/op_traits.h"
+
 namespace ptqkit::onnxio {
 namespace {
 
@@ -162,12 +164,13 @@ std::map<std::string, std::string> ExposeToMainGraph(onnx::ModelProto* model, co
       }
       AddOutput(g, name, elem_type);
       onnx::NodeProto* owner = scopes[scopes[s].parent].graph->mutable_node(scopes[s].owner_node);
-      if (owner->op_type() == "If") {
+      const SubgraphOutputs outputs = TraitsOf(*owner).subgraph_outputs;
+      if (outputs == SubgraphOutputs::kBranchOutputs) {
         const std::string other = scopes[s].attribute == "then_branch" ? "else_branch" : "then_branch";
         for (auto& attr : *owner->mutable_attribute()) {
           if (attr.name() == other && attr.has_g()) AddEmptyOutput(attr.mutable_g(), elem_type, &names);
         }
-      } else if (owner->op_type() == "Scan") {  // Loop needs nothing more: extra body outputs are scan outputs
+      } else if (outputs == SubgraphOutputs::kScanOutputs) {  // kLoopOutputs need nothing more
         AppendIntToListAttribute(owner, "scan_output_axes", 0);
         AppendIntToListAttribute(owner, "scan_output_directions", 0);
       }

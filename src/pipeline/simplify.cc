@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "onnx/onnx_library.h"
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -79,7 +80,7 @@ onnx::TensorProto Int64Tensor(const std::string& name, const std::vector<int64_t
 // Shape (with its start/end, opset 15) or Size of a static tensor, computed from the dims.
 bool FoldShapeOp(const onnx::NodeProto& node, const std::map<std::string, std::vector<int64_t>>& shapes,
                  onnx::TensorProto* out) {
-  if ((node.op_type() != "Shape" && node.op_type() != "Size") || node.input_size() != 1) return false;
+  if (!HasRole(node, OpRole::kShape) || node.input_size() != 1) return false;
   auto it = shapes.find(node.input(0));
   if (it == shapes.end()) return false;
   const std::vector<int64_t>& dims = it->second;

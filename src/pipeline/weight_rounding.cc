@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "onnx/op_traits.h"
 #include "onnx/session_model.h"
 #include "quant/bias_correction.h"
 #include "quant/hessian_rounding.h"
@@ -36,8 +37,8 @@ std::string WhyNotTarget(const GraphIndex& index, const QuantizedTensor& q,
   if (q.uses.size() != 1 || index.Consumers(q.tensor).size() != 1) return "more than one node reads it";
   const TensorUse use = q.uses.front();
   const onnx::NodeProto& n = index.node(use.node);
-  const std::string& op = n.op_type();
-  if (use.input != 1 || !n.domain().empty() || (op != "Conv" && op != "MatMul" && op != "Gemm")) {
+  const OpTraits& traits = TraitsOf(n);
+  if (use.input != traits.weight_input || traits.weight_layout == WeightLayoutKind::kConvTranspose) {
     return "only Conv, MatMul and Gemm weights are rounded";
   }
   auto it = initializers.find(q.tensor);
@@ -52,7 +53,7 @@ std::string WhyNotTarget(const GraphIndex& index, const QuantizedTensor& q,
   t->node = use.node;
   t->activation = n.input(0);
   t->per_tensor = q.axis < 0;
-  if (op == "Conv") {
+  if (traits.weight_layout == WeightLayoutKind::kConv) {
     std::string why;
     if (!MakeConvGeometry(n, shape, &t->geometry, &why)) return why;
     if (q.axis > 0) return "its scales are not per output channel";
@@ -64,9 +65,10 @@ std::string WhyNotTarget(const GraphIndex& index, const QuantizedTensor& q,
     return "";
   }
   if (shape.size() != 2) return "its weight is not a matrix";
-  if (op == "Gemm" && IntAttribute(n, "transA", 0) != 0) return "Gemm with transA";
-  const bool rows_first = op == "Gemm" && IntAttribute(n, "transB", 0) != 0;  // [N, K]
-  if (q.axis >= 0 && q.axis != (rows_first ? 0 : 1)) return "its scales are not per output channel";
+  const WeightLayout layout = WeightLayoutOf(n, shape);
+  if (layout.transposed_input) return "Gemm with transA";
+  const bool rows_first = layout.out_axis == 0;  // [N, K]
+  if (q.axis >= 0 && q.axis != layout.out_axis) return "its scales are not per output channel";
   t->transposed = !rows_first;
   t->rows = rows_first ? shape[0] : shape[1];
   t->k = rows_first ? shape[1] : shape[0];
@@ -238,7 +240,7 @@ void RoundWeightsWithHessian(onnx::ModelProto* model, const ModelPlacement& plan
   std::map<std::string, onnx::TensorProto*> initializers;
   for (auto& t : *graph->mutable_initializer()) initializers[t.name()] = &t;
   for (auto& n : *graph->mutable_node()) {  // Paddle and TF exports keep weights in Constant nodes
-    if (n.op_type() != "Constant" || !n.domain().empty() || n.output_size() != 1) continue;
+    if (!HasRole(n, OpRole::kConstant) || n.output_size() != 1) continue;
     for (auto& a : *n.mutable_attribute()) {
       if (a.name() == "value" && a.has_t()) initializers[n.output(0)] = a.mutable_t();
     }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "onnx/fresh_name.h"
+#include "onnx/op_traits.h"
 #include "quant/graph_patterns.h"
 
 namespace ptqkit {
@@ -74,7 +75,7 @@ std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Pla
   std::set<std::string> candidates;
   for (int i : plan.quantized_nodes) {
     const auto& n = index.node(i);
-    if (n.op_type() == "MatMul" && n.domain().empty()) candidates.insert(n.input(0));
+    if (TraitsOf(n).weight_layout == WeightLayoutKind::kMatMul) candidates.insert(n.input(0));
   }
   std::vector<SmoothingSite> sites;
   for (const auto& x : candidates) {
@@ -92,7 +93,7 @@ std::vector<SmoothingSite> FindSmoothingSites(const GraphIndex& index, const Pla
     for (const auto& u : index.Consumers(x)) {
       const auto& mm = index.node(u.node);
       const onnx::TensorProto* w = mm.input_size() == 2 ? index.Constant(mm.input(1)) : nullptr;
-      ok = ok && mm.op_type() == "MatMul" && mm.domain().empty() && u.input == 0 && quantized.count(u.node) &&
+      ok = ok && TraitsOf(mm).weight_layout == WeightLayoutKind::kMatMul && u.input == 0 && quantized.count(u.node) &&
            w != nullptr && IsFloat32(*w) && w->dims_size() == 2 && index.Consumers(mm.input(1)).size() == 1 &&
            !index.IsGraphInput(mm.input(1)) && (k < 0 || w->dims(0) == k);
       if (!ok) break;

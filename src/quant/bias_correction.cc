@@ -5,6 +5,7 @@
 #include <set>
 
 #include "onnx/fresh_name.h"
+#include "onnx/op_traits.h"
 #include "quant/numerics.h"
 
 namespace ptqkit {
@@ -24,7 +25,7 @@ std::vector<std::pair<int, std::string>> CorrectableConvs(const GraphIndex& inde
     if (!q.is_weight || q.axis != 0) continue;
     for (const auto& u : q.uses) {
       const auto& n = index.node(u.node);
-      if (n.op_type() == "Conv" && n.domain().empty() && u.input == 1 && n.input_size() >= 2) {
+      if (TraitsOf(n).weight_layout == WeightLayoutKind::kConv && u.input == 1 && n.input_size() >= 2) {
         convs.emplace_back(u.node, q.tensor);
       }
     }

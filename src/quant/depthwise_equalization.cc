@@ -5,13 +5,14 @@
 
 #include "canon/channel_constants.h"
 #include "onnx/graph_editor.h"
+#include "onnx/op_traits.h"
 
 namespace ptqkit {
 namespace {
 
 // A Pad of mode constant (the default): it only adds its constant around the input.
 bool IsConstantPad(const onnx::NodeProto& n) {
-  if (n.op_type() != "Pad") return false;
+  if (!HasFlag(n, OpFlag::kPadsBorder)) return false;
   for (const auto& a : n.attribute()) {
     if (a.name() == "mode") return a.s() == "constant";
   }
@@ -53,13 +54,13 @@ bool CappedByItsProducer(const GraphIndex& index, std::string tensor) {
     if (p < 0) return false;
     const onnx::NodeProto& n = index.node(p);
     if (!n.domain().empty() || n.input_size() == 0) return false;
-    const std::string& op = n.op_type();
-    if (op == "Identity" || IsConstantPad(n)) {
+    const OpTraits& traits = TraitsOf(n);
+    if (traits.Has(OpFlag::kNoOp) || IsConstantPad(n)) {
       tensor = n.input(0);  // a pad adds no value beyond the cap
       continue;
     }
-    if (op == "Sigmoid" || op == "HardSigmoid") return true;
-    if (op != "Clip") return false;
+    if (traits.Has(OpFlag::kUnitInterval)) return true;
+    if (!traits.Has(OpFlag::kClampsToBounds)) return false;
     if (n.input_size() > 2 && !n.input(2).empty()) return index.Constant(n.input(2)) != nullptr;
     for (const auto& a : n.attribute()) {
       if (a.name() == "max") return true;  // opset < 11
@@ -75,7 +76,7 @@ std::vector<DepthwiseSite> FindDepthwiseSites(const GraphIndex& index, const Pla
     if (q.is_weight) continue;
     for (const auto& u : q.uses) {
       const auto& n = index.node(u.node);
-      if (n.op_type() != "Conv" || !n.domain().empty() || u.input != 0 || n.input_size() < 2) continue;
+      if (TraitsOf(n).weight_layout != WeightLayoutKind::kConv || u.input != 0 || n.input_size() < 2) continue;
       const auto w = canon::FindConstant(index, n.input(1));
       if (!w || !w->chain.empty() || w->value->dims_size() < 3 || w->value->dims(1) != 1) continue;
       if (IntAttribute(n, "group", 1) != w->value->dims(0)) continue;  // depthwise: one input channel a group
@@ -111,9 +112,9 @@ int FoldableProducerConv(const GraphIndex& index, const std::string& tensor) {
     if (!n.domain().empty() || n.input_size() == 0 || n.output_size() != 1) return -1;
     if (!pad_seen && !relu_seen && IsZeroPad(index, n)) {
       pad_seen = true;
-    } else if (n.op_type() == "Relu" && !relu_seen) {
+    } else if (HasFlag(n, OpFlag::kRectifies) && !relu_seen) {
       relu_seen = true;
-    } else if (n.op_type() == "Conv" && n.input_size() >= 2) {
+    } else if (TraitsOf(n).weight_layout == WeightLayoutKind::kConv && n.input_size() >= 2) {
       const auto w = canon::FindConstant(index, n.input(1));
       if (!w || w->value->dims_size() < 3) return -1;
       if (n.input_size() > 2 && !n.input(2).empty()) {

@@ -5,6 +5,7 @@
 
 #include "onnx/graph_editor.h"
 #include "onnx/graph_index.h"
+#include "onnx/op_traits.h"
 
 namespace ptqkit {
 namespace {
@@ -45,7 +46,7 @@ const onnx::NodeProto* IntegerWeight(const GraphIndex& g, const std::string& b) 
 
 bool ReadByQuantizeLinear(const GraphIndex& g, const std::string& tensor) {
   for (const auto& use : g.Consumers(tensor)) {
-    if (g.node(use.node).op_type() == "QuantizeLinear") return true;
+    if (HasRole(g.node(use.node), OpRole::kQuantize)) return true;
   }
   return false;
 }
@@ -68,7 +69,7 @@ void RemoveDeadQdq(onnx::GraphProto* graph, const std::set<std::string>* reserve
     google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
     for (int i = 0; i < graph->node_size(); ++i) {
       const auto& n = graph->node(i);
-      const bool qdq = n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear";
+      const bool qdq = IsQdqOp(n);
       const bool dead = qdq && g.Consumers(n.output(0)).empty() && !g.IsGraphOutput(n.output(0));
       if (dead) {
         inputs_of_removed.insert(n.input().begin(), n.input().end());
@@ -91,7 +92,7 @@ int WriteDynamicMatMuls(onnx::GraphProto* graph, const std::set<std::string>* re
   int rewritten = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const onnx::NodeProto& mm = g.node(i);
-    if (mm.op_type() != "MatMul" || !mm.domain().empty() || mm.input_size() != 2) continue;
+    if (TraitsOf(mm).weight_layout != WeightLayoutKind::kMatMul || mm.input_size() != 2) continue;
     const std::string x = DynamicCandidate(g, mm.input(0));
     const onnx::NodeProto* weight = IntegerWeight(g, mm.input(1));
     if (x.empty() || weight == nullptr || ReadByQuantizeLinear(g, mm.output(0))) continue;

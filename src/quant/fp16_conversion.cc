@@ -13,6 +13,7 @@
 #include "onnx/graph_index.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
+#include "onnx/op_traits.h"
 #include "onnx/subgraphs.h"
 #include "ptqkit/error.h"
 #include "quant/fp16_types.h"
@@ -146,7 +147,7 @@ class Converter {
       bool low = InDefaultDomain(n) && ops_.count(n.op_type()) && !excluded_.count(n.op_type()) && !HasSubgraph(n);
       for (const auto& t : n.input()) low = low && (t.empty() || types_.count(t));
       for (const auto& t : n.output()) low = low && (t.empty() || types_.count(t));
-      if (low && (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") && n.input_size() > 1 &&
+      if (low && IsQdqOp(n) && n.input_size() > 1 &&
           IsFloat(n.input(1))) {
         const onnx::TensorProto* scale = index.Constant(n.input(1));
         if (scale && ScaleUnsafeInLowType(TensorToFloats(*scale), low_)) {
@@ -161,7 +162,7 @@ class Converter {
       low_node_[i] = low;
       const bool touches_float = std::any_of(n.input().begin(), n.input().end(), [&](auto& t) { return IsFloat(t); }) ||
                                  std::any_of(n.output().begin(), n.output().end(), [&](auto& t) { return IsFloat(t); });
-      if (!low && touches_float && n.op_type() != "Constant") {
+      if (!low && touches_float && !HasRole(n, OpRole::kConstant)) {
         stats_.float32_nodes.push_back(n.name());
         ++float32_op_types[n.op_type()];
       }
@@ -184,7 +185,7 @@ class Converter {
   bool IsConstantNode(int i) const {
     if (i < 0) return false;
     const auto& n = graph_->node(i);
-    return InDefaultDomain(n) && n.op_type() == "Constant" && !FindAttr(n, "sparse_value") &&
+    return HasRole(n, OpRole::kConstant) && !FindAttr(n, "sparse_value") &&
            !excluded_.count("Constant");
   }
 
@@ -214,7 +215,11 @@ class Converter {
       } else if (p >= 0 && low_node_[p]) {
         const auto& n = graph_->node(p);
         const int slot = static_cast<int>(std::find(n.output().begin(), n.output().end(), t) - n.output().begin());
-        if (!OutputStaysFloat(n.op_type(), slot)) home = n.op_type() == "Cast" ? (wants.count(low_) ? low_ : kFloat) : low_;
+        if (!OutputStaysFloat(n.op_type(), slot)) {
+          // A Cast writes the low type only for readers that want it (its "to" is rewritten below).
+          const bool cast = OutputTypeOf(n.op_type()) == OutputTypeSource::kToAttribute;
+          home = cast ? (wants.count(low_) ? low_ : kFloat) : low_;
+        }
       }
       home_[t] = home;
       versions_[t][home] = t;
@@ -277,12 +282,14 @@ class Converter {
         if (r != renamed_.end()) n->set_output(j, r->second);
       }
       if (!low_node_[i]) continue;
-      if (n->op_type() == "Cast" && n->output_size() == 1 && home_.count(OriginalOutput(*n)) &&
+      const OutputTypeSource source = OutputTypeOf(n->op_type());
+      if (source == OutputTypeSource::kToAttribute && n->output_size() == 1 && home_.count(OriginalOutput(*n)) &&
           home_[OriginalOutput(*n)] == low_) {
         for (auto& a : *n->mutable_attribute())
           if (a.name() == "to") a.set_i(low_);
       }
-      if (n->op_type() == "ConstantOfShape" && home_.count(OriginalOutput(*n)) && home_[OriginalOutput(*n)] == low_) {
+      if (source == OutputTypeSource::kValueAttribute && home_.count(OriginalOutput(*n)) &&
+          home_[OriginalOutput(*n)] == low_) {
         ConvertConstantOfShape(n);
       }
     }

@@ -1,5 +1,7 @@
 #include "quant/fp16_types.h"
 
+#include <string_view>
+
 #include "onnx/onnx_library.h"
 
 namespace ptqkit {
@@ -34,19 +36,49 @@ const std::set<std::string> kNoBfloat16 = {
     "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "LpNormalization",
     "MaxPool", "Mish", "Round", "Selu", "Sin", "Softplus", "Softsign", "ThresholdedRelu"};
 
-}  // namespace
 
-// Inputs typed separately from the op's main type that must stay float32.
-bool InputStaysFloat(const std::string& op, int slot, int32_t low) {
-  if (op == "Resize") return slot == 2 || (slot == 1 && low == kBfloat16);  // scales: float only
-  if (op == "Dropout") return slot == 1 && low == kBfloat16;                // ratio: no bfloat16
-  return false;
+// The slots of an op typed apart from its main float type, as data. Bit i: input (output) slot i.
+struct SlotTypes {
+  std::string_view op;
+  uint32_t float32_inputs = 0;       // stay float32 (Resize's scales)
+  uint32_t float32_inputs_bf16 = 0;  // stay float32 when the low type is bfloat16 (its schema lacks it there)
+  uint32_t float32_outputs = 0;      // keep the stash type, float32 (LayerNormalization's Mean, InvStdDev)
+  uint32_t any_type_inputs = 0;      // take whatever type the tensor has (Cast, Shape, Size)
+  OutputTypeSource output_type = OutputTypeSource::kInputs;
+};
+
+const SlotTypes kSlotTypes[] = {
+    {.op = "Resize", .float32_inputs = 0b100, .float32_inputs_bf16 = 0b010},
+    {.op = "Dropout", .float32_inputs_bf16 = 0b010},
+    {.op = "LayerNormalization", .float32_outputs = ~1u},
+    {.op = "Cast", .any_type_inputs = 0b1, .output_type = OutputTypeSource::kToAttribute},
+    {.op = "Shape", .any_type_inputs = 0b1},
+    {.op = "Size", .any_type_inputs = 0b1},
+    {.op = "ConstantOfShape", .output_type = OutputTypeSource::kValueAttribute},
+};
+
+const SlotTypes& SlotTypesOf(std::string_view op) {
+  static constexpr SlotTypes kPlain{};
+  for (const SlotTypes& row : kSlotTypes) {
+    if (row.op == op) return row;
+  }
+  return kPlain;
 }
 
-// LayerNormalization's Mean and InvStdDev have the stash type (float32 by default).
-bool OutputStaysFloat(const std::string& op, int slot) { return op == "LayerNormalization" && slot >= 1; }
+bool Bit(uint32_t mask, int slot) { return slot >= 0 && slot < 32 && (mask >> slot) & 1u; }
 
-bool AnyTypeInput(const std::string& op, int slot) { return slot == 0 && (op == "Cast" || op == "Shape" || op == "Size"); }
+}  // namespace
+
+bool InputStaysFloat(const std::string& op, int slot, int32_t low) {
+  const SlotTypes& t = SlotTypesOf(op);
+  return Bit(t.float32_inputs, slot) || (low == kBfloat16 && Bit(t.float32_inputs_bf16, slot));
+}
+
+bool OutputStaysFloat(const std::string& op, int slot) { return Bit(SlotTypesOf(op).float32_outputs, slot); }
+
+bool AnyTypeInput(const std::string& op, int slot) { return Bit(SlotTypesOf(op).any_type_inputs, slot); }
+
+OutputTypeSource OutputTypeOf(const std::string& op) { return SlotTypesOf(op).output_type; }
 
 // Element type of every tensor of the top-level graph, from the ONNX library's shape inference
 // (declared inputs, initializers, inferred value_info and outputs). A tensor the library cannot

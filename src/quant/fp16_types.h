@@ -23,6 +23,10 @@ bool OutputStaysFloat(const std::string& op, int slot);
 // Inputs that accept every type (Cast, Shape, Size input 0).
 bool AnyTypeInput(const std::string& op, int slot);
 
+// Where an op's output type comes from: its inputs' type, or an attribute the conversion rewrites.
+enum class OutputTypeSource { kInputs, kToAttribute, kValueAttribute };
+OutputTypeSource OutputTypeOf(const std::string& op);
+
 // Element type of every tensor of the top-level graph, from the ONNX library's shape inference
 // (declared inputs, initializers, inferred value_info and outputs). A tensor the library cannot
 // type (an op of another domain) is absent, and the nodes touching it stay float32.

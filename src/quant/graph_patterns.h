@@ -29,7 +29,4 @@ bool IsExportedGeluTail(const GraphIndex& graph, int mul);
 // {K, N} of a MatMul/Gemm whose weight is constant; {-1, -1} when unknown.
 std::pair<int64_t, int64_t> GemmDims(const GraphIndex& graph, int node);
 
-// {input channels, output channels} of a Conv/ConvTranspose with a constant weight, or {-1, -1}.
-std::pair<int64_t, int64_t> ConvChannels(const GraphIndex& graph, int node);
-
 }  // namespace ptqkit

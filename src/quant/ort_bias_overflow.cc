@@ -5,6 +5,7 @@
 
 #include "onnx/float16.h"
 #include "onnx/graph_index.h"
+#include "onnx/op_traits.h"
 
 namespace ptqkit {
 namespace {
@@ -17,7 +18,7 @@ const onnx::TensorProto* DqScale(const GraphIndex& index, const std::string& ten
   const int p = index.Producer(tensor);
   if (p < 0) return nullptr;
   const onnx::NodeProto& dq = index.node(p);
-  if (dq.op_type() != "DequantizeLinear" || !dq.domain().empty() || dq.input_size() < 2) return nullptr;
+  if (!HasRole(dq, OpRole::kDequantize) || dq.input_size() < 2) return nullptr;
   return index.Constant(dq.input(1));
 }
 
@@ -35,7 +36,8 @@ bool Overflows(const GraphIndex& index, const onnx::NodeProto& n) {
   if (sx.size() != 1 || (sw.size() != 1 && sw.size() != b.size())) return false;  // the rule's own conditions
   if (sw.size() > 1) {  // per channel: only along the output axis it expects (so never a ConvTranspose's 1)
     const onnx::NodeProto& dq_w = index.node(index.Producer(n.input(1)));
-    const int64_t expected = n.op_type() == "Gemm" ? (IntAttribute(n, "transB", 0) ? 0 : 1) : 0;
+    // The rule expects Gemm's output axis, and axis 0 for every convolution.
+    const int64_t expected = TraitsOf(n).weight_layout == WeightLayoutKind::kGemm ? WeightOutputAxis(n, 2) : 0;
     if (IntAttribute(dq_w, "axis", 1) != expected) return false;
   }
   for (size_t c = 0; c < b.size(); ++c) {
@@ -52,7 +54,7 @@ int CountFp16BiasOverflows(const onnx::GraphProto& graph) {
   const GraphIndex index(graph);
   int count = 0;
   for (const auto& n : graph.node()) {
-    if ((n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || n.op_type() == "Gemm") && n.domain().empty()) {
+    if (TraitsOf(n).bias_input >= 0) {
       count += Overflows(index, n) ? 1 : 0;
     }
   }

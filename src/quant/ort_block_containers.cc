@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "onnx/graph_index.h"
+#include "onnx/op_traits.h"
 #include "quant/block_codec.h"
 
 namespace ptqkit {
@@ -34,7 +35,7 @@ bool HasStandardBlockContainers(const onnx::GraphProto& graph) {
     }
   }
   for (const auto& n : graph.node()) {
-    if (n.op_type() != "DequantizeLinear") continue;
+    if (!HasRole(n, OpRole::kDequantize)) continue;
     for (const auto& input : n.input()) {
       if (standard.count(input)) return true;
     }
@@ -46,7 +47,7 @@ void UseOrtCpuContainers(onnx::GraphProto* graph) {
   std::map<std::string, onnx::TensorProto*> initializers;
   for (auto& t : *graph->mutable_initializer()) initializers[t.name()] = &t;
   for (auto& n : *graph->mutable_node()) {
-    if (n.op_type() != "DequantizeLinear" || n.input_size() < 2) continue;
+    if (!HasRole(n, OpRole::kDequantize) || n.input_size() < 2) continue;
     auto values = initializers.find(n.input(0));
     if (values != initializers.end() && values->second->data_type() == onnx::TensorProto::FLOAT4E2M1) {
       onnx::TensorProto* t = values->second;

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "onnx/graph_editor.h"
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 #include "quant/graph_patterns.h"
 #include "quant/selectors.h"
@@ -19,23 +20,6 @@ namespace {
 // image input costs accuracy); its FP8 kernels cover fewer Convs still.
 // GEMMs with K or N below this stay in float (TensorRT has no INT8 kernels worth it; ModelOpt does the same).
 constexpr int64_t kMinGemmDim = 16;
-
-const std::set<std::string> kPooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
-
-// Inputs of an op that carry float data (the rest are shapes, indices, axes, scales...).
-std::vector<int> DataInputs(const onnx::NodeProto& n) {
-  static const std::set<std::string> kFirstOnly = {
-      "Reshape", "Resize", "Upsample", "Slice", "Gather", "GatherElements", "GatherND", "Pad", "Split", "Expand",
-      "Tile", "Squeeze", "Unsqueeze", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-      "TopK", "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Conv",
-      "ConvTranspose", "Clip", "Dropout", "Transpose", "Flatten", "Softmax", "Cast"};
-  if (n.op_type() == "Where") return {1, 2};
-  if (n.op_type() == "Gemm") return {0, 1};
-  if (kFirstOnly.count(n.op_type())) return {0};
-  std::vector<int> all;
-  for (int i = 0; i < n.input_size(); ++i) all.push_back(i);
-  return all;
-}
 
 class Planner {
  public:
@@ -61,7 +45,7 @@ class Planner {
           plan_.float_reasons[i] = "attention core MatMul (--disable_mha_qdq)";
           continue;
         }
-        QuantizeNodeInputs(i, DataInputs(g_.node(i)));
+        QuantizeNodeInputs(i, DataInputIndices(g_.node(i)));
       }
       ExtendToIntegerKernels(false);
     } else {
@@ -96,26 +80,27 @@ class Planner {
   std::string CoreRuleReason(int i) const {
     const auto& n = g_.node(i);
     if (ProducesGraphOutput(i)) return "produces a graph output";
-    if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose") {
-      auto [cin, cout] = ConvChannels(g_, i);
-      if (cin < 0) return "weight is not a constant";
+    if (IsConvolution(n)) {
+      const onnx::TensorProto* w = n.input_size() > 1 ? g_.Constant(n.input(1)) : nullptr;
+      const WeightLayout layout = w ? WeightLayoutOf(n, *w) : WeightLayout{};
+      if (layout.in_channels < 0) return "weight is not a constant";
+      int64_t cin = layout.in_channels, cout = layout.out_channels;
       const int64_t groups = IntAttribute(n, "group", 1);
       if (profile_.conv_channels_per_group && groups > 1) {
-        cin /= n.op_type() == "Conv" ? groups : 1;
-        cout /= n.op_type() == "ConvTranspose" ? groups : 1;
+        cin = w->dims(layout.in_axis);  // the channels of one group, as the weight holds them
+        cout = w->dims(layout.out_axis);
         if (cin < profile_.min_conv_channels || cout < profile_.min_conv_channels) {
           return fmt::format("grouped conv (group {}: weight channels {} in, {} out; < {} in {} mode)", groups, cin,
                              cout, profile_.min_conv_channels, format_.name);
         }
       }
-      if (n.op_type() == "ConvTranspose" && !profile_.quantize_conv_transpose) {
+      if (TraitsOf(n).weight_layout == WeightLayoutKind::kConvTranspose && !profile_.quantize_conv_transpose) {
         return fmt::format("ConvTranspose is not quantized in {} mode", format_.name);
       }
       if (cin < profile_.min_conv_channels || cout < profile_.min_conv_channels) {
         return fmt::format("small-channel conv ({} in, {} out; < {})", cin, cout, profile_.min_conv_channels);
       }
       if (profile_.max_conv_kernel_volume > 0) {
-        const auto* w = g_.Constant(n.input(1));
         int64_t volume = 1;
         for (int d = 2; d < w->dims_size(); ++d) volume *= w->dims(d);
         if (volume > profile_.max_conv_kernel_volume) {
@@ -137,7 +122,7 @@ class Planner {
     // 1. The compute ops themselves.
     for (int i = 0; i < g_.num_nodes(); ++i) {
       const auto& n = g_.node(i);
-      if (!IsCoreQuantizableOp(n.op_type()) || Excluded(i)) continue;
+      if (!IsLinearOp(n) || Excluded(i)) continue;
       const std::string why = CoreRuleReason(i);
       if (!why.empty()) {
         plan_.float_reasons[i] = why;
@@ -148,29 +133,29 @@ class Planner {
     // A form that quantizes op outputs grows its own integer region instead (ExtendToIntegerKernels):
     // TensorRT's neighbour rules would add Q/DQ where that runtime has no kernel to use them.
     if (runtime_.quantize_op_outputs) return;
-    // 2. Ops that TensorRT fuses with or runs next to a quantized Conv.
+    // 2. Ops that the runtime fuses with or runs next to a quantized Conv (its neighbour rules).
     for (int i = 0; i < g_.num_nodes(); ++i) {
       const auto& n = g_.node(i);
-      if (n.op_type() == "Add") {
+      const NeighbourOp* neighbour = FindNeighbourRule(runtime_, n);
+      if (neighbour == nullptr || neighbour->rule == NeighbourRule::kBetweenQuantized) continue;
+      if (neighbour->rule == NeighbourRule::kResidualAdd) {
         ResidualAdd(i);
-      } else if (!profile_.quantize_neighbours) {
-        continue;  // e.g. fp8: only Conv, Gemm, MatMul and Add
-      } else if (n.op_type() == "Resize") {
-        const int conv = ConvGroupSource(g_, n.input(0), true);
-        if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
-          QuantizeNodeInputs(i, {0});
-        }
-      } else if (n.op_type() == "LayerNormalization") {
-        const int conv = ConvSourceThroughLayout(g_, n.input(0));
-        if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
-          QuantizeNodeInputs(i, {0});
-        }
+        continue;
+      }
+      if (!profile_.quantize_neighbours) continue;  // e.g. fp8: only Conv, Gemm, MatMul and Add
+      const int conv = neighbour->rule == NeighbourRule::kAfterConv ? ConvGroupSource(g_, n.input(0), true)
+                                                                     : ConvSourceThroughLayout(g_, n.input(0));
+      if (conv >= 0 && core_quantized_.count(conv) && !ProducesGraphOutput(i) && !Excluded(i)) {
+        QuantizeNodeInputs(i, {0});
       }
     }
     // 3. Pooling, only between quantized ops (so it can run in INT8 without an extra Q/DQ).
     for (int i = 0; i < g_.num_nodes() && profile_.quantize_neighbours; ++i) {
       const auto& n = g_.node(i);
-      if (!kPooling.count(n.op_type()) || ProducesGraphOutput(i)) continue;
+      const NeighbourOp* neighbour = FindNeighbourRule(runtime_, n);
+      if (neighbour == nullptr || neighbour->rule != NeighbourRule::kBetweenQuantized || ProducesGraphOutput(i)) {
+        continue;
+      }
       if (ConvGroupSource(g_, n.input(0), true) >= 0) continue;  // Conv epilogue: left untouched
       const auto& uses = g_.Consumers(n.output(0));
       const bool feeds_quantized = !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const TensorUse& u) {
@@ -214,7 +199,7 @@ class Planner {
       grew = false;
       for (int i = 0; i < g_.num_nodes(); ++i) {
         if (region.count(i) || !JoinsRegion(i, region) || Excluded(i)) continue;
-        QuantizeNodeInputs(i, DataInputs(g_.node(i)));
+        QuantizeNodeInputs(i, DataInputIndices(g_.node(i)));
         region.insert(i);
         grew = true;
       }
@@ -249,8 +234,8 @@ class Planner {
         dropped.emplace_back(i, fmt::format("--target_runtime {}: its output feeds {}, which has no integer kernel "
                                             "there (a Q/DQ pair around it would cost more than the integer {} saves)",
                                             runtime_.name, g_.node(float_activation->node).op_type(), n.op_type()));
-      } else if (n.op_type() == "MatMul" && n.input_size() == 2 && !g_.IsConstant(n.input(0)) &&
-                 !g_.IsConstant(n.input(1))) {
+      } else if (TraitsOf(n).weight_layout == WeightLayoutKind::kMatMul && n.input_size() == 2 &&
+                 !g_.IsConstant(n.input(0)) && !g_.IsConstant(n.input(1))) {
         dropped.emplace_back(i, fmt::format("--target_runtime {}: both inputs are computed at run time and the "
                                             "output stays float; its float kernel is faster",
                                             runtime_.name));
@@ -303,7 +288,7 @@ class Planner {
     if (kernel == nullptr || ProducesGraphOutput(i)) return false;
     if (kernel->pattern != KernelPattern::kBetweenKernels && kernel->pattern != KernelPattern::kSameScale) return false;
     bool fed = false;
-    for (int j : DataInputs(g_.node(i))) {
+    for (int j : DataInputIndices(g_.node(i))) {
       if (j >= g_.node(i).input_size()) continue;
       const std::string& t = g_.node(i).input(j);
       if (t.empty() || g_.IsConstant(t)) return false;  // an Add/Mul by a constant stays float
@@ -344,7 +329,7 @@ class Planner {
   // weights (dq_only), or "".
   std::string WeightNotReplaceable(int i, const std::vector<int>& inputs) const {
     const auto& n = g_.node(i);
-    if (!replaces_weights_ || !IsCoreQuantizableOp(n.op_type()) || n.input_size() < 2) return "";
+    if (!replaces_weights_ || !IsLinearOp(n) || n.input_size() < 2) return "";
     if (std::find(inputs.begin(), inputs.end(), 1) == inputs.end()) return "";
     const onnx::TensorProto* w = g_.Constant(n.input(1));
     if (w == nullptr || (w->data_type() != onnx::TensorProto::FLOAT && w->data_type() != onnx::TensorProto::FLOAT16)) {
@@ -368,27 +353,18 @@ class Planner {
       q.tensor = t;
       if (c) {
         const bool is_float = c->data_type() == onnx::TensorProto::FLOAT || c->data_type() == onnx::TensorProto::FLOAT16;
-        const bool is_weight_slot = IsCoreQuantizableOp(n.op_type()) && j == 1;
+        const bool is_weight_slot = j == TraitsOf(n).weight_input;
         if (!is_float || !is_weight_slot) continue;  // constants other than weights stay float
         q.is_weight = true;
-        q.axis = WeightAxis(n, *c);
+        q.axis = WeightLayoutOf(n, *c).out_axis;
       }
       AddUse(q, {i, j});
       any = true;
     }
     if (any) {
       quantized_nodes_.insert(i);
-      if (IsCoreQuantizableOp(n.op_type())) core_quantized_.insert(i);
+      if (IsLinearOp(n)) core_quantized_.insert(i);
     }
-  }
-
-  static int WeightAxis(const onnx::NodeProto& n, const onnx::TensorProto& w) {
-    const int rank = w.dims_size();
-    if (rank < 2) return -1;
-    if (n.op_type() == "Conv") return 0;
-    if (n.op_type() == "ConvTranspose") return 1;
-    if (n.op_type() == "Gemm") return IntAttribute(n, "transB", 0) ? 0 : 1;
-    return rank - 1;  // MatMul [.., K, N]: one scale per output column
   }
 
   void RebuildSlots() {
@@ -428,7 +404,7 @@ class Planner {
     for (size_t k = 0; k < count; ++k) {
       if (plan_.tensors[k].is_weight) continue;
       const int p = g_.Producer(plan_.tensors[k].tensor);
-      if (p < 0 || g_.node(p).op_type() != "Concat" || exclude_.Selects(p)) continue;
+      if (p < 0 || !HasFlag(g_.node(p), OpFlag::kConcatenates) || exclude_.Selects(p)) continue;
       const std::string group = plan_.tensors[k].tensor;
       plan_.tensors[k].scale_group = group;
       const auto& concat = g_.node(p);
@@ -469,12 +445,11 @@ class Planner {
   // there. Scale groups (Concat) stay as they are.
   void MoveQdqAboveLayoutOps() {
     if (!runtime_.qdq_above_layout_ops) return;
-    static const std::set<std::string> kLayout = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"};
     std::vector<QuantizedTensor> moved;
     for (auto& t : plan_.tensors) {
       if (t.is_weight || !t.scale_group.empty() || t.dynamic_blocks) continue;
       const int p = g_.Producer(t.tensor);
-      if (p < 0 || !kLayout.count(g_.node(p).op_type()) || g_.node(p).input_size() == 0) continue;
+      if (p < 0 || !HasFlag(g_.node(p), OpFlag::kReshapes) || g_.node(p).input_size() == 0) continue;
       const std::string& source = g_.node(p).input(0);
       if (g_.Consumers(t.tensor).size() != t.uses.size() || g_.IsGraphOutput(t.tensor) || g_.IsConstant(source)) {
         continue;  // a float reader of the layout op's output would lose its values
@@ -482,7 +457,7 @@ class Planner {
       // Convs only: moved above the Reshape/Transpose of MiniLM's attention MatMuls, OpenVINO ran it
       // slower (6.30 ms against 5.66 ms).
       const bool conv_reads = std::all_of(t.uses.begin(), t.uses.end(), [&](const TensorUse& u) {
-        return g_.node(u.node).op_type() == "Conv" || g_.node(u.node).op_type() == "ConvTranspose";
+        return IsConvolution(g_.node(u.node));
       });
       if (!conv_reads) continue;
       QuantizedTensor q = t;
@@ -526,10 +501,6 @@ class Planner {
 Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options) {
   if (options.format->placement.weight_only) return PlanWeightOnlyPlacement(graph, options);
   return Planner(graph, options).Run();
-}
-
-bool IsCoreQuantizableOp(const std::string& op_type) {
-  return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "Gemm" || op_type == "MatMul";
 }
 
 std::map<std::string, float> PlanRanges(const Placement& plan, const std::map<std::string, float>& tensor_amax) {

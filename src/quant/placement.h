@@ -109,7 +109,4 @@ Placement PlanPlacement(const GraphIndex& graph, const PlacementOptions& options
 // selectors of `options` apply.
 Placement PlanWeightOnlyPlacement(const GraphIndex& graph, const PlacementOptions& options);
 
-// Op types whose inputs ptqkit's rules quantize (Conv, ConvTranspose, Gemm, MatMul).
-bool IsCoreQuantizableOp(const std::string& op_type);
-
 }  // namespace ptqkit

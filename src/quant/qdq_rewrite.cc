@@ -98,13 +98,15 @@ class Rewriter {
 
   // A Q or DQ node; `inputs` are (x, scale[, zero point]); axis -1: per tensor. A format without
   // zero points names its storage type on the QuantizeLinear (output_dtype, opset 21).
-  onnx::NodeProto MakeNode(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+  enum class QdqKind { kQuantize, kDequantize };
+  onnx::NodeProto MakeNode(QdqKind kind, const std::string& name, const std::vector<std::string>& inputs,
                            const std::string& output, int axis) const {
     std::vector<std::pair<std::string, int64_t>> attributes;
     if (axis >= 0) attributes.emplace_back("axis", axis);
-    if (format_.zero_point_free && op == "QuantizeLinear") {
+    if (format_.zero_point_free && kind == QdqKind::kQuantize) {
       attributes.emplace_back("output_dtype", format_.storage_type);
     }
+    const char* op = kind == QdqKind::kQuantize ? "QuantizeLinear" : "DequantizeLinear";
     return GraphEditor::MakeNode(op, name, inputs, output, attributes);
   }
 
@@ -128,9 +130,9 @@ class Rewriter {
                       const std::string& zero_point, int axis, int before) {
     const std::string q_out = Fresh(base + "_QuantizeLinear_Output");
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    editor_.InsertBefore(before, MakeNode("QuantizeLinear", Fresh(base + "_QuantizeLinear"),
+    editor_.InsertBefore(before, MakeNode(QdqKind::kQuantize, Fresh(base + "_QuantizeLinear"),
                                           QdqInputs(source, scale, zero_point), q_out, axis));
-    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"),
+    editor_.InsertBefore(before, MakeNode(QdqKind::kDequantize, Fresh(base + "_DequantizeLinear"),
                                           QdqInputs(q_out, scale, zero_point), dq_out, axis));
     ++stats_.qdq_pairs;
     return dq_out;
@@ -204,7 +206,7 @@ class Rewriter {
     const std::string qname = Fresh(base + "_quantized");
     AddQuantizedInit(qname, shape, QuantizeWeight(values, shape, q.axis, scales));
     const std::string dq_out = Fresh(base + "_DequantizeLinear_Output");
-    editor_.InsertBefore(before, MakeNode("DequantizeLinear", Fresh(base + "_DequantizeLinear"),
+    editor_.InsertBefore(before, MakeNode(QdqKind::kDequantize, Fresh(base + "_DequantizeLinear"),
                                           QdqInputs(qname, scale, zp), dq_out, q.axis));
     ++stats_.qdq_pairs;
     return dq_out;

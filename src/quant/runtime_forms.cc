@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 
 namespace ptqkit {
@@ -31,6 +32,17 @@ const std::vector<IntegerKernel> kOrtCpuKernels = {
     {"Gather", "Gather (uint8, or of INT8 embedding rows)", KernelPattern::kSameScale},
 };
 
+// TensorRT's neighbours (OpenVINO reads its form alike).
+const std::vector<NeighbourOp> kTensorRtNeighbours = {
+    {"Add", NeighbourRule::kResidualAdd},
+    {"Resize", NeighbourRule::kAfterConv},
+    {"LayerNormalization", NeighbourRule::kAfterConvThroughLayout},
+    {"MaxPool", NeighbourRule::kBetweenQuantized},
+    {"AveragePool", NeighbourRule::kBetweenQuantized},
+    {"GlobalAveragePool", NeighbourRule::kBetweenQuantized},
+    {"GlobalMaxPool", NeighbourRule::kBetweenQuantized},
+};
+
 // ONNX Runtime's CPU rows differ only in where MatMuls with a float output get their input's range.
 // The static row keeps activation smoothing of GELU outputs: in that form the fused GELU it costs
 // gained nothing measurable (all-MiniLM-L6 4.33 ms fused without smoothing, 4.36 ms smoothed), while
@@ -52,7 +64,8 @@ const RuntimeForm kOrtCpuForm = OrtCpuForm("ort_cpu", false);
 const RuntimeForm kOrtCpuDynamicForm = OrtCpuForm("ort_cpu_dynamic", true);
 
 // OpenVINO reads TensorRT's form; its Q/DQ go above layout ops.
-const RuntimeForm kOpenVinoForm = {.name = "openvino", .qdq_above_layout_ops = true};
+const RuntimeForm kOpenVinoForm = {
+    .name = "openvino", .qdq_above_layout_ops = true, .neighbour_rules = &kTensorRtNeighbours};
 
 const std::vector<const RuntimeForm*> kForms = {&kTensorRtForm, &kOrtCpuForm, &kOrtCpuDynamicForm, &kOpenVinoForm};
 
@@ -70,8 +83,8 @@ float ClipBound(const GraphIndex& graph, const onnx::NodeProto& n, int input, co
 // runtime drops it (IsClipMadeRedundantByQ), since the Q clamps to the same range. A Clip with
 // another min would not be dropped and would keep the kernel from fusing.
 bool IsRedundantBeforeQ(const GraphIndex& graph, const onnx::NodeProto& n) {
-  if (n.op_type() == "Relu") return true;
-  if (n.op_type() != "Clip") return false;
+  if (HasFlag(n, OpFlag::kRectifies)) return true;
+  if (!HasFlag(n, OpFlag::kClampsToBounds)) return false;
   const float lo = ClipBound(graph, n, 1, "min", -std::numeric_limits<float>::max());
   const float hi = ClipBound(graph, n, 2, "max", std::numeric_limits<float>::max());
   return lo == 0.0f && hi == hi && hi > 0.0f;  // hi NaN: computed at run time
@@ -82,32 +95,26 @@ bool NonNegative(const GraphIndex& graph, const std::string& tensor, int depth) 
   if (p < 0 || depth > 16) return false;
   const auto& n = graph.node(p);
   const std::string& op = n.op_type();
-  if (op == "Relu" || op == "Sigmoid" || op == "Softmax") return true;
-  if (op == "Clip") return ClipBound(graph, n, 1, "min", -1.0f) >= 0.0f;
-  static const std::set<std::string> kKeepsSign = {"MaxPool",   "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                                                   "Reshape",   "Transpose",   "Squeeze",           "Unsqueeze",
-                                                   "Flatten",   "Resize",      "Identity",          "Slice",
-                                                   "Pad",       "Concat",      "Split",             "ReduceMax"};
-  if (!kKeepsSign.count(op) || n.input_size() == 0) return false;
-  // Pad with a non-zero constant, or Concat/Split of any signed input, may bring negatives.
-  if (op == "Pad" && n.input_size() > 2 && !n.input(2).empty()) {
+  const OpTraits& traits = TraitsOf(op);
+  if (traits.Has(OpFlag::kNeverNegative)) return true;
+  if (traits.Has(OpFlag::kClampsToBounds)) return ClipBound(graph, n, 1, "min", -1.0f) >= 0.0f;
+  if (!traits.Has(OpFlag::kKeepsSign) || n.input_size() == 0) return false;
+  // A Pad with a negative constant, or a Concat of any signed input, may bring negatives.
+  if (traits.Has(OpFlag::kPadsBorder) && n.input_size() > 2 && !n.input(2).empty()) {
     const onnx::TensorProto* c = graph.Constant(n.input(2));
     if (c == nullptr || TensorToFloats(*c).front() < 0.0f) return false;
   }
-  if (op == "Concat") {
-    for (const auto& in : n.input()) {
-      if (!NonNegative(graph, in, depth + 1)) return false;
-    }
-    return true;
+  for (int j : DataInputIndices(traits, n)) {
+    if (!NonNegative(graph, n.input(j), depth + 1)) return false;
   }
-  return NonNegative(graph, n.input(0), depth + 1);
+  return true;
 }
 
 }  // namespace
 
 // TensorRT's explicit quantization (OpenVINO reads it alike): Q/DQ on the inputs of Conv, MatMul, Gemm
 // and the ops the placement rules name; symmetric INT8 activations; every flag off.
-const RuntimeForm kTensorRtForm = {.name = "trt"};
+const RuntimeForm kTensorRtForm = {.name = "trt", .neighbour_rules = &kTensorRtNeighbours};
 
 const RuntimeForm& FindRuntimeForm(std::string_view name) {
   for (const RuntimeForm* form : kForms) {
@@ -126,6 +133,14 @@ const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat
   const RuntimeForm& form = FindRuntimeForm(name);
   const bool int8 = format.storage_type == onnx::TensorProto::INT8 && !format.placement.weight_only;
   return int8 ? form : kTensorRtForm;
+}
+
+const NeighbourOp* FindNeighbourRule(const RuntimeForm& form, const onnx::NodeProto& node) {
+  if (form.neighbour_rules == nullptr || !(node.domain().empty() || node.domain() == "ai.onnx")) return nullptr;
+  for (const NeighbourOp& row : *form.neighbour_rules) {
+    if (row.op_type == node.op_type()) return &row;
+  }
+  return nullptr;
 }
 
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node) {

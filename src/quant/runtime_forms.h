@@ -44,6 +44,21 @@ enum class KernelPattern {
 
 inline constexpr int64_t kMinEmbeddingElements = int64_t{1} << 16;
 
+// TensorRT's rules for the ops next to quantized Convs/MatMuls: which of them get Q/DQ on their
+// inputs so that the engine keeps them in INT8 (the forms that quantize op outputs grow integer
+// regions from `kernels` instead).
+enum class NeighbourRule : uint8_t {
+  kResidualAdd,             // an Add joining a quantized Conv's output with another branch (every format)
+  kAfterConv,               // input 0 when a quantized Conv produces it (through BatchNorm and activations)
+  kAfterConvThroughLayout,  // the same, through Reshape/Transpose/Flatten/Squeeze/Unsqueeze as well
+  kBetweenQuantized,        // input 0 when the op sits between quantized ops and is no Conv epilogue (pooling)
+};
+
+struct NeighbourOp {
+  std::string_view op_type;
+  NeighbourRule rule;
+};
+
 struct IntegerKernel {
   std::string_view op_type;
   std::string_view kernel;  // what the runtime runs it as, for the summary ("QLinearConv")
@@ -86,6 +101,8 @@ struct RuntimeForm {
   bool ort_block_containers = false;
   // The runtime's integer kernels reached through Q/DQ; empty: every op follows the placement rules.
   const std::vector<IntegerKernel>* kernels = nullptr;
+  // Rules for the ops around quantized Convs/MatMuls (nullptr: none).
+  const std::vector<NeighbourOp>* neighbour_rules = nullptr;
 };
 
 // TensorRT's row, the plain form (the default of the options structs that take a form: an object,
@@ -106,6 +123,9 @@ const RuntimeForm& EffectiveRuntimeForm(std::string_view name, const QuantFormat
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, const onnx::NodeProto& node);
 // The same by the op type of the default domain.
 const IntegerKernel* FindIntegerKernel(const RuntimeForm& form, std::string_view op_type);
+
+// The neighbour rule `form` has for node `node` (default domain), or nullptr.
+const NeighbourOp* FindNeighbourRule(const RuntimeForm& form, const onnx::NodeProto& node);
 
 // True for an elementwise activation `form` has no integer kernel for (HardSwish, HardSigmoid,
 // Tanh, Erf, ...).

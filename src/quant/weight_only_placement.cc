@@ -6,13 +6,12 @@
 #include <utility>
 
 #include "onnx/graph_editor.h"
+#include "onnx/op_traits.h"
 #include "quant/placement.h"
 #include "quant/selectors.h"
 
 namespace ptqkit {
 namespace {
-
-bool InDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
 // Why `node` (a MatMul/Gemm) cannot have its weight quantized, or "" when it can; sets *axis.
 std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int* axis) {
@@ -31,13 +30,10 @@ std::string Ineligible(const GraphIndex& index, const onnx::NodeProto& node, int
   for (auto d : w->dims()) {
     if (d <= 0) return "weight has an empty dimension";
   }
-  if (node.op_type() == "Gemm") {
-    if (IntAttribute(node, "transA", 0) != 0) return "Gemm with transA=1 (transposed activation) is not handled";
-    *axis = IntAttribute(node, "transB", 0) != 0 ? 1 : 0;
-    if (rank != 2) return fmt::format("Gemm weight has rank {}", rank);
-  } else {
-    *axis = rank - 2;
-  }
+  const WeightLayout layout = WeightLayoutOf(node, *w);
+  if (layout.in_axis < 0) return fmt::format("{} weight has rank {}", node.op_type(), rank);
+  if (layout.transposed_input) return "Gemm with transA=1 (transposed activation) is not handled";
+  *axis = layout.in_axis;
   return "";
 }
 
@@ -69,7 +65,7 @@ Placement PlanWeightOnlyPlacement(const GraphIndex& index, const PlacementOption
   std::map<std::string, QuantizedTensor> activations;
   for (int i = 0; i < index.num_nodes(); ++i) {
     const onnx::NodeProto& n = index.node(i);
-    if (!InDefaultDomain(n) || (n.op_type() != "MatMul" && n.op_type() != "Gemm")) continue;
+    if (!IsLinearOp(n) || IsConvolution(n)) continue;  // MatMul and Gemm
     std::string why;
     int axis = 0;
     if (!include.empty() && !include.Selects(i)) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "onnx/op_traits.h"
 #include "ptqkit/error.h"
 #include "scan/sensitivity_shard.h"
 
@@ -65,20 +66,7 @@ std::vector<Probe> MakeProbes(const GraphIndex& g, const SensitivityOptions& o) 
   return probes;
 }
 
-bool InDefaultSensitivityScope(const std::string& op) {
-  static const std::set<std::string> kScope = {
-      // quantizable compute and the ops ONNX Runtime's QDQ quantizer handles
-      "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul", "Sub", "Div", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "Resize", "Pad", "Where", "ArgMax", "Einsum",
-      // activations
-      "Relu", "LeakyRelu", "PRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Gelu", "Erf",
-      "Softmax", "LogSoftmax", "Softplus", "Mish", "Pow", "Sqrt", "Exp",
-      // normalization
-      "BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-      // fusible reductions
-      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2"};
-  return kScope.count(op) > 0;
-}
+bool InDefaultSensitivityScope(const std::string& op) { return TraitsOf(op).Has(OpFlag::kSensitivityScope); }
 
 std::vector<std::string> ScanCalibrationTensors(const onnx::ModelProto& model, const SensitivityOptions& o) {
   const GraphIndex index(model.graph());
