@@ -24,6 +24,38 @@ class Search {
       : groups_(groups), settings_(settings), eval_(evaluation), state_(state) {}
 
   SearchResult Run() {
+    MeasureRulesPlacement();
+    LatencySummary incumbent = WarmStart();
+    const std::vector<size_t> order = SearchOrder();
+    total_ = 0;
+    for (size_t g : order) total_ += std::min<int>(settings_.schemes_per_region, groups_[g].schemes.size()) - 1;
+    total_ *= settings_.passes;
+    progress::Stage stage("autotune", "candidates", total_);
+    for (int pass = 0; pass < settings_.passes; ++pass) {
+      bool changed = false;
+      // Changes that were faster, but not by the margin: on a runtime where every group adds a
+      // little overhead (Q/DQ nodes that no kernel fuses), each alone hides in the noise while
+      // together they are clear. They are tried together at the end of the pass.
+      Marginal marginal;
+      for (size_t g : order) {
+        changed |= TryGroup(g, pass, &incumbent, &marginal, &stage);
+        if (result_.why[g].empty() || pass > 0) result_.why[g] = "searched";
+      }
+      if (marginal.size() >= 2 && TryTogether(marginal, &incumbent)) changed = true;
+      if (!changed) break;
+    }
+    result_.best = incumbent;
+    result_.in_float = InFloat(result_.schemes);
+    result_.divergence_best = result_.in_float.empty() ? result_.divergence_default
+                                                       : Divergence(SearchState::Key(result_.in_float), result_.in_float);
+    return result_;
+  }
+
+ private:
+  using Marginal = std::map<size_t, std::pair<Scheme, double>>;  // group -> (scheme, median)
+
+  // FP32 and the rules' placement: their latency, the rules' divergence and the accuracy limit.
+  void MeasureRulesPlacement() {
     result_.schemes.assign(groups_.size(), Scheme::kQuantize);
     result_.why.assign(groups_.size(), "");
     result_.fp32 = Latency("fp32", {});
@@ -34,14 +66,11 @@ class Search {
     // and a limit of exactly the default's would turn measurement-level differences into vetoes.
     result_.limit = settings_.budget >= 0 ? std::max(settings_.budget, result_.divergence_default)
                                           : result_.divergence_default * kNoBudgetSlack + kNoBudgetFloor;
-    double total_cost = 0.0;
-    for (const auto& g : groups_) total_cost += g.cost;
-    // A group whose whole cost is below the timer's resolution cannot show a change alone; but
-    // noisy timings must not rule out every group (the marginal changes are tried together), so
-    // the threshold stays between 0.5% and 2% of the cost.
-    const double min_share = std::clamp(2.0 * RelativeSpread(result_.default_placement), 0.005, 0.02);
+  }
 
-    // The pattern cache's decisions are taken as they are, then checked like any candidate.
+  // The pattern cache's decisions are taken as they are, then checked like any candidate. Returns
+  // the incumbent's latency.
+  LatencySummary WarmStart() {
     std::vector<Scheme> start = result_.schemes;
     for (size_t g = 0; g < groups_.size(); ++g) {
       auto it = settings_.warm_start.find(groups_[g].signature);
@@ -51,20 +80,28 @@ class Search {
       }
     }
     LatencySummary incumbent = result_.default_placement;
-    if (start != result_.schemes) {
-      const auto in_float = InFloat(start);
-      const LatencySummary l = Latency(SearchState::Key(in_float), in_float);
-      if (Faster(l, incumbent) && Divergence(SearchState::Key(in_float), in_float) <= result_.limit) {
-        result_.schemes = start;
-        incumbent = l;
-        for (size_t g = 0; g < groups_.size(); ++g) {
-          if (start[g] != Scheme::kQuantize) result_.why[g] = "from the pattern cache";
-        }
-      } else {
-        log::Info("autotune: the pattern cache's placement is not faster here; searching from the rules' placement");
+    if (start == result_.schemes) return incumbent;
+    const auto in_float = InFloat(start);
+    const LatencySummary l = Latency(SearchState::Key(in_float), in_float);
+    if (Faster(l, incumbent) && Divergence(SearchState::Key(in_float), in_float) <= result_.limit) {
+      result_.schemes = start;
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        if (start[g] != Scheme::kQuantize) result_.why[g] = "from the pattern cache";
       }
+      return l;
     }
+    log::Info("autotune: the pattern cache's placement is not faster here; searching from the rules' placement");
+    return incumbent;
+  }
 
+  // The groups searched, in order; the others get the reason they are not. A group whose whole
+  // cost is below the timer's resolution cannot show a change alone; but noisy timings must not
+  // rule out every group (the marginal changes are tried together), so the threshold stays between
+  // 0.5% and 2% of the cost.
+  std::vector<size_t> SearchOrder() {
+    double total_cost = 0.0;
+    for (const auto& g : groups_) total_cost += g.cost;
+    const double min_share = std::clamp(2.0 * RelativeSpread(result_.default_placement), 0.005, 0.02);
     std::vector<size_t> order;
     int searched = 0;
     for (size_t g = 0; g < groups_.size(); ++g) {
@@ -83,75 +120,59 @@ class Search {
         ++searched;
       }
     }
-    int total = 0;
-    for (size_t g : order) total += std::min<int>(settings_.schemes_per_region, groups_[g].schemes.size()) - 1;
-    total *= settings_.passes;
-    int done = 0;
-    progress::Stage stage("autotune", "candidates", total);
-    for (int pass = 0; pass < settings_.passes; ++pass) {
-      bool changed = false;
-      // Changes that were faster, but not by the margin: on a runtime where every group adds a
-      // little overhead (Q/DQ nodes that no kernel fuses), each alone hides in the noise while
-      // together they are clear. They are tried together at the end of the pass.
-      std::map<size_t, std::pair<Scheme, double>> marginal;  // group -> (scheme, median)
-      for (size_t g : order) {
-        const auto& schemes = groups_[g].schemes;
-        const int tries = std::min<int>(settings_.schemes_per_region, schemes.size());
-        for (int s = 0; s < tries; ++s) {
-          if (schemes[s] == result_.schemes[g]) continue;
-          std::vector<Scheme> candidate = result_.schemes;
-          candidate[g] = schemes[s];
-          const auto in_float = InFloat(candidate);
-          const std::string key = SearchState::Key(in_float);
-          ++done;
-          if (seen_.count(key)) {  // the same float nodes as a placement already judged in this run
-            ++result_.pruned;
-            continue;
-          }
-          const LatencySummary l = Latency(key, in_float);
-          bool kept = false;
-          double divergence = -1.0;
-          if (Faster(l, incumbent) && Confirmed(result_.schemes, candidate)) {
-            divergence = Divergence(key, in_float);
-            kept = divergence <= result_.limit;
-          }
-          const std::string verdict = kept ? "kept" : divergence >= 0 ? "over the accuracy limit" : "not faster";
-          const auto message = fmt::format("autotune: group {} ({} region(s), {}): {} -> {:.3f} ms (p10 {:.3f}, p90 "
-                                           "{:.3f}) vs {:.3f} ms: {}",
-                                           g + 1, groups_[g].regions.size(),
-                                           settings_.verbose ? groups_[g].signature : Short(groups_[g].signature),
-                                           SchemeName(schemes[s]), l.median_ms, l.p10_ms, l.p90_ms, incumbent.median_ms,
-                                           verdict);
-          log::Info("{} [{}/{}]", message, std::min(done, total), total);
-          if (eval_.progress) eval_.progress(std::min(done, total), total);
-          stage.Set(std::min(done, total), fmt::format("pass {}, group {} of {}", pass + 1, g + 1, groups_.size()));
-          if (kept) {
-            result_.schemes = candidate;
-            incumbent = l;
-            changed = true;
-            marginal.erase(g);
-          } else if (divergence < 0 && l.median_ms < incumbent.median_ms &&
-                     (!marginal.count(g) || l.median_ms < marginal[g].second)) {
-            marginal[g] = {schemes[s], l.median_ms};
-          }
-        }
-        if (result_.why[g].empty() || pass > 0) result_.why[g] = "searched";
-      }
-      if (marginal.size() >= 2 && TryTogether(marginal, &incumbent)) changed = true;
-      if (!changed) break;
-    }
-    result_.best = incumbent;
-    result_.in_float = InFloat(result_.schemes);
-    result_.divergence_best = result_.in_float.empty() ? result_.divergence_default
-                                                       : Divergence(SearchState::Key(result_.in_float), result_.in_float);
-    return result_;
+    return order;
   }
 
- private:
+  // Group g's other schemes, each tried against the incumbent; returns whether one was kept.
+  bool TryGroup(size_t g, int pass, LatencySummary* incumbent, Marginal* marginal, progress::Stage* stage) {
+    bool changed = false;
+    const auto& schemes = groups_[g].schemes;
+    const int tries = std::min<int>(settings_.schemes_per_region, schemes.size());
+    for (int s = 0; s < tries; ++s) {
+      if (schemes[s] == result_.schemes[g]) continue;
+      std::vector<Scheme> candidate = result_.schemes;
+      candidate[g] = schemes[s];
+      const auto in_float = InFloat(candidate);
+      const std::string key = SearchState::Key(in_float);
+      ++done_;
+      if (seen_.count(key)) {  // the same float nodes as a placement already judged in this run
+        ++result_.pruned;
+        continue;
+      }
+      const LatencySummary l = Latency(key, in_float);
+      bool kept = false;
+      double divergence = -1.0;
+      if (Faster(l, *incumbent) && Confirmed(result_.schemes, candidate)) {
+        divergence = Divergence(key, in_float);
+        kept = divergence <= result_.limit;
+      }
+      const std::string verdict = kept ? "kept" : divergence >= 0 ? "over the accuracy limit" : "not faster";
+      const auto message = fmt::format("autotune: group {} ({} region(s), {}): {} -> {:.3f} ms (p10 {:.3f}, p90 "
+                                       "{:.3f}) vs {:.3f} ms: {}",
+                                       g + 1, groups_[g].regions.size(),
+                                       settings_.verbose ? groups_[g].signature : Short(groups_[g].signature),
+                                       SchemeName(schemes[s]), l.median_ms, l.p10_ms, l.p90_ms, incumbent->median_ms,
+                                       verdict);
+      log::Info("{} [{}/{}]", message, std::min(done_, total_), total_);
+      if (eval_.progress) eval_.progress(std::min(done_, total_), total_);
+      stage->Set(std::min(done_, total_), fmt::format("pass {}, group {} of {}", pass + 1, g + 1, groups_.size()));
+      if (kept) {
+        result_.schemes = candidate;
+        *incumbent = l;
+        changed = true;
+        marginal->erase(g);
+      } else if (divergence < 0 && l.median_ms < incumbent->median_ms &&
+                 (!marginal->count(g) || l.median_ms < (*marginal)[g].second)) {
+        (*marginal)[g] = {schemes[s], l.median_ms};
+      }
+    }
+    return changed;
+  }
+
   static std::string Short(const std::string& sig) { return sig.size() > 60 ? sig.substr(0, 57) + "..." : sig; }
 
   // The incumbent with every marginal change applied, kept under the same rules as one change.
-  bool TryTogether(const std::map<size_t, std::pair<Scheme, double>>& marginal, LatencySummary* incumbent) {
+  bool TryTogether(const Marginal& marginal, LatencySummary* incumbent) {
     std::vector<Scheme> candidate = result_.schemes;
     for (const auto& [g, change] : marginal) candidate[g] = change.first;
     const auto in_float = InFloat(candidate);
@@ -224,6 +245,8 @@ class Search {
   SearchState* state_;
   SearchResult result_;
   std::set<std::string> seen_;
+  int done_ = 0;   // candidates tried, for the progress line
+  int total_ = 0;  // candidates the passes may try
 };
 
 }  // namespace

@@ -222,23 +222,24 @@ CalibrationSet CalibrationSet::FromTensors(std::map<std::string, HostTensor> ten
   return CalibrationSet(std::move(impl));
 }
 
-void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
-                              const std::map<std::string, std::vector<int64_t>>& shapes,
-                              const std::map<std::string, int64_t>& batch_axes) {
-  impl_->validated = false;
-  // Model-facing name -> data key; checks run on this view so a failed Validate leaves the set as
-  // it was.
+namespace {
+
+using DataInput = CalibrationSet::Impl::Input;
+
+// Model-facing name -> data key: an unnamed array (.npy) binds to the model's only input, named
+// arrays to the inputs of their names; every model input needs one.
+std::map<std::string, std::string> BindInputs(const CalibrationSet::Impl& impl, const std::vector<InputSpec>& inputs) {
   std::map<std::string, std::string> bound;
-  if (impl_->inputs.count("")) {
+  if (impl.inputs.count("")) {
     if (inputs.size() != 1) {
       throw Error(fmt::format(
           "{} holds one unnamed array (.npy) but the model has {} inputs ({}); use an .npz "
           "with one array per input name",
-          impl_->origin, inputs.size(), ModelInputList(inputs)));
+          impl.origin, inputs.size(), ModelInputList(inputs)));
     }
     bound[inputs[0].name] = "";
   } else {
-    for (const auto& [key, input] : impl_->inputs) {
+    for (const auto& [key, input] : impl.inputs) {
       const std::string& name = key;  // clang 14 (the fuzz build) cannot capture a structured binding
       const bool known = std::any_of(inputs.begin(), inputs.end(),
                                      [&](const InputSpec& s) { return s.name == name; });
@@ -254,112 +255,112 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
     if (!bound.count(spec.name))
       throw Error(fmt::format("model input '{}' has no calibration data", spec.name));
   }
-  for (const auto& [name, shape] : shapes) {
+  return bound;
+}
+
+// --calibration_shapes and --calibration_batch_axis name model inputs only.
+template <typename Value>
+void CheckNamesInputs(const std::map<std::string, Value>& option, const char* flag,
+                      const std::map<std::string, std::string>& bound, const std::vector<InputSpec>& inputs) {
+  for (const auto& [name, value] : option) {
     if (!bound.count(name)) {
-      throw Error(fmt::format(
-          "--calibration_shapes names '{}', which is not a model input; model inputs: {}", name,
-          ModelInputList(inputs)));
+      throw Error(fmt::format("{} names '{}', which is not a model input; model inputs: {}", flag, name,
+                              ModelInputList(inputs)));
     }
   }
+}
 
-  for (const auto& [name, axis] : batch_axes) {
-    if (!bound.count(name)) {
-      throw Error(fmt::format(
-          "--calibration_batch_axis names '{}', which is not a model input; model inputs: {}", name,
-          ModelInputList(inputs)));
-    }
+// The type the data is cast to for the model (kUndefined: none): float64/float16 -> float32 and
+// int32 -> int64 (lossless; numpy on Windows and many exporters' helpers give int32); any other
+// difference is an error.
+DataType CastFor(const InputSpec& spec, const DataInput& data) {
+  if (spec.dtype == DataType::kUndefined || spec.dtype == data.dtype) return DataType::kUndefined;
+  const bool float_cast =
+      spec.dtype == DataType::kFloat && (data.dtype == DataType::kDouble || data.dtype == DataType::kFloat16);
+  const bool int_cast = spec.dtype == DataType::kInt64 && data.dtype == DataType::kInt32;
+  if (!float_cast && !int_cast) {
+    throw Error(fmt::format("input '{}': model expects {}, data is {} ({})", spec.name, DataTypeName(spec.dtype),
+                            DataTypeName(data.dtype), data.origin));
   }
+  return spec.dtype;
+}
 
-  std::map<std::string, int64_t> axes;  // model input -> sample axis, -1 = fixed
-  std::map<std::string, DataType> casts;
-  for (const InputSpec& spec : inputs) {
-    const Impl::Input& data = impl_->inputs.at(bound.at(spec.name));
-    DataType cast_to = DataType::kUndefined;
-    if (spec.dtype != DataType::kUndefined && spec.dtype != data.dtype) {
-      const bool float_cast = spec.dtype == DataType::kFloat &&
-                              (data.dtype == DataType::kDouble || data.dtype == DataType::kFloat16);
-      // int32 -> int64 is lossless; numpy on Windows and many exporters' helpers give int32.
-      const bool int_cast = spec.dtype == DataType::kInt64 && data.dtype == DataType::kInt32;
-      if (!float_cast && !int_cast) {
-        throw Error(fmt::format("input '{}': model expects {}, data is {} ({})", spec.name,
-                                DataTypeName(spec.dtype), DataTypeName(data.dtype), data.origin));
-      }
-      cast_to = spec.dtype;
+// The axis the input's samples lie along: --calibration_batch_axis, else -1 (fed whole) for a
+// scalar or data of exactly the model's fixed shape, else the only dynamic dim when it is not axis
+// 0 (recurrent state [layers, B, hidden]), else 0.
+int64_t SampleAxis(const InputSpec& spec, const DataInput& data, const std::map<std::string, int64_t>& batch_axes) {
+  const size_t rank = spec.shape.size();
+  std::vector<size_t> dynamic;
+  for (size_t i = 0; i < rank; ++i)
+    if (spec.shape[i] < 0) dynamic.push_back(i);
+  const auto explicit_axis = batch_axes.find(spec.name);
+  if (explicit_axis != batch_axes.end()) {
+    const int64_t axis = explicit_axis->second;
+    if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+      throw Error(fmt::format("--calibration_batch_axis: input '{}' has rank {} ({}); axis {} is "
+                              "out of range",
+                              spec.name, rank, ShapeToString(spec.shape), axis));
     }
-    casts[spec.name] = cast_to;
-    const size_t rank = spec.shape.size();
-    if (rank != data.shape.size()) {
-      throw Error(fmt::format("input '{}': model expects rank {} ({}), data has rank {} ({}) in {}",
-                              spec.name, rank, ShapeToString(spec.shape), data.shape.size(),
-                              ShapeToString(data.shape), data.origin));
-    }
-    std::vector<size_t> dynamic;
+    return axis;
+  }
+  if (rank == 0) return -1;                                         // a scalar (e.g. a sample rate)
+  if (dynamic.empty() && data.shape == spec.shape) return -1;       // exactly the model's fixed shape
+  if (dynamic.size() == 1 && dynamic[0] != 0 && spec.shape[0] != 1) {
+    // A static axis 0 of 1 is left alone: [1, seq] is a fixed batch of 1 with a dynamic length.
     for (size_t i = 0; i < rank; ++i)
-      if (spec.shape[i] < 0) dynamic.push_back(i);
-    int64_t axis = 0;
-    const auto explicit_axis = batch_axes.find(spec.name);
-    if (explicit_axis != batch_axes.end()) {
-      axis = explicit_axis->second;
-      if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
-        throw Error(fmt::format("--calibration_batch_axis: input '{}' has rank {} ({}); axis {} is "
-                                "out of range",
-                                spec.name, rank, ShapeToString(spec.shape), axis));
-      }
-    } else if (rank == 0) {
-      axis = -1;  // a scalar (e.g. a sample rate): the same value with every batch
-    } else if (dynamic.empty() && data.shape == spec.shape) {
-      axis = -1;  // the data is exactly the model's fixed shape: fed whole
-    } else if (dynamic.size() == 1 && dynamic[0] != 0 && spec.shape[0] != 1) {
-      // One dynamic dim that is not axis 0 (recurrent state [layers, B, hidden]); a static axis 0
-      // of 1 is left alone: [1, seq] is a fixed batch of 1 with a dynamic length.
-      bool layout_matches = true;
-      for (size_t i = 0; i < rank; ++i)
-        if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) layout_matches = false;
-      if (layout_matches) {
-        axis = static_cast<int64_t>(dynamic[0]);
-        log::Info("calibration input '{}' {}: samples are taken along axis {}, its only dynamic "
-                  "dim (override with --calibration_batch_axis {}:N)",
-                  spec.name, ShapeToString(spec.shape), axis, spec.name);
-      }
-    }
-    if (axis > 0 && data.segments.size() > 1) {
-      throw Error(fmt::format("input '{}': samples along axis {} cannot be concatenated from {} "
-                              "files (files are joined along axis 0); put this input in one file",
-                              spec.name, axis, data.segments.size()));
-    }
-    for (size_t i = 0; i < rank; ++i) {
-      if (static_cast<int64_t>(i) == axis) continue;
-      if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) {
-        throw Error(fmt::format("input '{}' dim {}: model expects {}, data has {} ({})", spec.name,
-                                i, spec.shape[i], data.shape[i], data.origin));
-      }
-    }
-    const auto given = shapes.find(spec.name);
-    if (given != shapes.end()) {
-      const std::vector<int64_t>& shape = given->second;
-      if (shape.size() != data.shape.size()) {
-        throw Error(fmt::format(
-            "--calibration_shapes: input '{}' has rank {} ({}), data has rank {} ({})", spec.name,
-            shape.size(), ShapeToString(shape), data.shape.size(), ShapeToString(data.shape)));
-      }
-      for (size_t i = 0; i < shape.size(); ++i) {
-        if (static_cast<int64_t>(i) == axis) continue;
-        if (shape[i] != data.shape[i]) {
-          throw Error(fmt::format("--calibration_shapes: input '{}' dim {} is {}, data has {}",
-                                  spec.name, i, shape[i], data.shape[i]));
-        }
-      }
-    }
-    axes[spec.name] = axis;
+      if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) return 0;
+    const auto axis = static_cast<int64_t>(dynamic[0]);
+    log::Info("calibration input '{}' {}: samples are taken along axis {}, its only dynamic "
+              "dim (override with --calibration_batch_axis {}:N)",
+              spec.name, ShapeToString(spec.shape), axis, spec.name);
+    return axis;
   }
+  return 0;
+}
 
+// The data's dims other than the sample axis match the model's fixed dims and --calibration_shapes.
+void CheckShape(const InputSpec& spec, const DataInput& data, int64_t axis,
+                const std::map<std::string, std::vector<int64_t>>& shapes) {
+  const size_t rank = spec.shape.size();
+  if (axis > 0 && data.segments.size() > 1) {
+    throw Error(fmt::format("input '{}': samples along axis {} cannot be concatenated from {} "
+                            "files (files are joined along axis 0); put this input in one file",
+                            spec.name, axis, data.segments.size()));
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (static_cast<int64_t>(i) == axis) continue;
+    if (spec.shape[i] >= 0 && spec.shape[i] != data.shape[i]) {
+      throw Error(fmt::format("input '{}' dim {}: model expects {}, data has {} ({})", spec.name, i, spec.shape[i],
+                              data.shape[i], data.origin));
+    }
+  }
+  const auto given = shapes.find(spec.name);
+  if (given == shapes.end()) return;
+  const std::vector<int64_t>& shape = given->second;
+  if (shape.size() != data.shape.size()) {
+    throw Error(fmt::format("--calibration_shapes: input '{}' has rank {} ({}), data has rank {} ({})", spec.name,
+                            shape.size(), ShapeToString(shape), data.shape.size(), ShapeToString(data.shape)));
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (static_cast<int64_t>(i) == axis) continue;
+    if (shape[i] != data.shape[i]) {
+      throw Error(fmt::format("--calibration_shapes: input '{}' dim {} is {}, data has {}", spec.name, i, shape[i],
+                              data.shape[i]));
+    }
+  }
+}
+
+// The number of samples every input with a sample axis holds (they must agree); 1 when every input
+// is fixed.
+int64_t CommonSampleCount(const CalibrationSet::Impl& impl, const std::map<std::string, std::string>& bound,
+                          const std::map<std::string, int64_t>& axes) {
   int64_t samples = -1;
   bool equal = true;
   std::string counts;
   for (const auto& [name, key] : bound) {
     const int64_t axis = axes.at(name);
     if (axis < 0) continue;
-    const int64_t rows = impl_->inputs.at(key).shape[axis];
+    const int64_t rows = impl.inputs.at(key).shape[axis];
     if (samples >= 0 && rows != samples) equal = false;
     samples = rows;
     counts += fmt::format("{}{} has {}", counts.empty() ? "" : ", ", name, rows);
@@ -367,7 +368,35 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
   if (!equal)
     throw Error(fmt::format("calibration inputs have different sample counts: {}", counts));
   if (samples < 0) samples = 1;  // every input fixed: one batch of them
-  if (samples == 0) throw Error(fmt::format("calibration data {} has no samples", impl_->origin));
+  if (samples == 0) throw Error(fmt::format("calibration data {} has no samples", impl.origin));
+  return samples;
+}
+
+}  // namespace
+
+// Every check runs on a view (names bound, axes and casts decided) before anything is changed, so
+// a failed Validate leaves the set as it was.
+void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
+                              const std::map<std::string, std::vector<int64_t>>& shapes,
+                              const std::map<std::string, int64_t>& batch_axes) {
+  impl_->validated = false;
+  const std::map<std::string, std::string> bound = BindInputs(*impl_, inputs);
+  CheckNamesInputs(shapes, "--calibration_shapes", bound, inputs);
+  CheckNamesInputs(batch_axes, "--calibration_batch_axis", bound, inputs);
+  std::map<std::string, int64_t> axes;  // model input -> sample axis, -1 = fixed
+  std::map<std::string, DataType> casts;
+  for (const InputSpec& spec : inputs) {
+    const Impl::Input& data = impl_->inputs.at(bound.at(spec.name));
+    casts[spec.name] = CastFor(spec, data);
+    if (spec.shape.size() != data.shape.size()) {
+      throw Error(fmt::format("input '{}': model expects rank {} ({}), data has rank {} ({}) in {}", spec.name,
+                              spec.shape.size(), ShapeToString(spec.shape), data.shape.size(),
+                              ShapeToString(data.shape), data.origin));
+    }
+    axes[spec.name] = SampleAxis(spec, data, batch_axes);
+    CheckShape(spec, data, axes[spec.name], shapes);
+  }
+  const int64_t samples = CommonSampleCount(*impl_, bound, axes);
   for (const auto& [name, key] : bound) {
     Impl::Input& data = impl_->inputs.at(key);
     data.axis = axes.at(name);
@@ -377,7 +406,6 @@ void CalibrationSet::Validate(const std::vector<InputSpec>& inputs,
                 name, DataTypeName(data.cast_to), DataTypeName(data.dtype), data.origin);
     }
   }
-
   if (impl_->inputs.count("")) {
     auto node = impl_->inputs.extract("");
     node.key() = inputs[0].name;

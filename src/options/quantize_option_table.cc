@@ -88,14 +88,11 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Text("calibration_data_path", &QuantizeOptions::calibration_data_path,
                    ".npy (single input), .npz (keys = input names) or a folder of them; none = synthetic data")
                   .Metavar("D").Path().Commands(kAll).DefaultDoc("none").Details(R"(see "Calibration data" below; none = seeded synthetic data, with a warning)"));
-  t.push_back(Text("calibration_method", &QuantizeOptions::calibration_method,
-                   "int8/fp8: max | entropy | percentile | mse (default mse); int4/nvfp4/mxfp8/mxfp4: rtn | awq_clip | "
-                   "awq_lite (default awq_clip for int4, rtn for nvfp4/mxfp8/mxfp4)")
-                  .Choices({"max", "entropy", "percentile", "mse", "rtn", "rtn_dq", "awq_clip", "awq_lite"})
-                  .Commands(kAll).PythonNone().DefaultDoc("`mse` (int8/fp8), `awq_clip` (int4), `rtn` (nvfp4, mxfp8, mxfp4)")
+  t.push_back(Text("calibration_method", &QuantizeOptions::calibration_method, CalibrationMethodHelp())
+                  .Choices(calib::AcceptedMethodSpellings())
+                  .Commands(kAll).PythonNone().DefaultDoc(CalibrationMethodDefaults())
                   .Apply([](QuantizeSettings& s, const std::string& v) {
-                    // ModelOpt spells round-to-nearest "rtn_dq" (its output has DequantizeLinear only, as ours).
-                    s.options.calibration_method = v == "rtn_dq" ? "rtn" : v;
+                    s.options.calibration_method = calib::CanonicalMethodName(v);
                   })
                   .ModelOptDifference("the int8/fp8 default is mse, not entropy (see the Calibration section); "
                                       "rtn_dq is taken as rtn")

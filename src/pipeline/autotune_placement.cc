@@ -97,13 +97,11 @@ void FinalGate(const std::vector<std::string>& in_float, const AutotuneInputs& i
 
 }  // namespace
 
-std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneReport* report) {
-  const auto start = std::chrono::steady_clock::now();
-  const QuantizeOptions& o = *in.options;
-  const AutotuneOptions& a = o.autotune;
-  const autotune::Settings settings = autotune::ResolveSettings(a);
+namespace {
 
-  std::optional<TemporaryFolder> work;
+// The latency backend, first: a GPU backend that cannot run here stops the run before any search.
+std::unique_ptr<autotune::LatencyBackend> MakeBackend(const autotune::Settings& settings, const AutotuneOptions& a,
+                                                      const AutotuneInputs& in, std::optional<TemporaryFolder>* work) {
   autotune::BackendRequest request;
   request.backend = settings.backend;
   request.warmup_runs = settings.warmup_runs;
@@ -113,28 +111,32 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
   request.timing_cache = a.timing_cache;
   request.feeds = in.feeds;
   if (settings.backend == "tensorrt") {
-    work.emplace("ptqkit-autotune-");
-    request.work_dir = work->path();
+    work->emplace("ptqkit-autotune-");
+    request.work_dir = (*work)->path();
   }
-  // The backend first: a GPU backend that cannot run here stops the run before any search.
-  std::unique_ptr<autotune::LatencyBackend> backend = autotune::MakeLatencyBackend(request);
+  return autotune::MakeLatencyBackend(request);
+}
 
-  // Regions over the main graph with inferred shapes (for costs and signatures).
+// Regions over the main graph with inferred shapes (for costs and signatures), filtered by
+// --autotune_node_filter_list.
+std::vector<autotune::Region> SearchedRegions(const AutotuneInputs& in, const AutotuneOptions& a,
+                                              const std::vector<std::string>& quantized) {
   onnx::ModelProto shaped = *in.fp32;
   const onnx::ModelProto inferred = onnxio::InferShapes(&shaped);
-  std::vector<std::string> quantized;
-  for (const auto& [node, op] : in.quantized_nodes) quantized.push_back(node);
   std::vector<autotune::Region> regions = autotune::BuildRegions(inferred, quantized);
-  if (!a.node_filter_list.empty()) {
-    std::vector<autotune::Region> kept;
-    for (auto& r : regions) {
-      if (MatchesFilter(r, a.node_filter_list)) kept.push_back(std::move(r));
-    }
-    log::Info("autotune: {} of {} region(s) match --autotune_node_filter_list; the others keep the rules' placement",
-              kept.size(), regions.size());
-    if (kept.empty()) log::Warn("autotune: no region matches --autotune_node_filter_list; nothing is tuned");
-    regions = std::move(kept);
+  if (a.node_filter_list.empty()) return regions;
+  std::vector<autotune::Region> kept;
+  for (auto& r : regions) {
+    if (MatchesFilter(r, a.node_filter_list)) kept.push_back(std::move(r));
   }
+  log::Info("autotune: {} of {} region(s) match --autotune_node_filter_list; the others keep the rules' placement",
+            kept.size(), regions.size());
+  if (kept.empty()) log::Warn("autotune: no region matches --autotune_node_filter_list; nothing is tuned");
+  return kept;
+}
+
+// The state file and the pattern cache: given, or in --autotune_output_dir (created).
+std::pair<std::string, std::string> StateFiles(const AutotuneOptions& a) {
   std::string state_path = a.state_file;
   std::string pattern_path = a.pattern_cache_file;
   if (!a.output_dir.empty()) {
@@ -151,68 +153,68 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
     log::Info("autotune: no state file (give --autotune_state_file or --autotune_output_dir to resume an interrupted "
               "search and make repeated runs fast)");
   }
-  autotune::SearchState state(state_path, Fingerprint(*in.fp32, o, settings));
-  // Per-region timing where the backend allows it: ONNX Runtime's profile of the FP32 model on the
-  // CPU gives each region's share of the time (kept in the state file, so a resumed search visits
-  // the groups in the same order); otherwise, or if it fails, the estimate stays.
-  report->cost_source = "estimated";
-  if (settings.backend == "ort_cpu" && !regions.empty()) {
-    try {
-      if (state.node_ms().empty()) {
-        TemporaryFolder profile_dir("ptqkit-profile-");
-        state.PutNodeMs(
-            autotune::ProfileNodeTimes(*in.fp32, in.feeds, settings.timing_runs, a.threads, profile_dir.path()));
-      }
-      if (autotune::UseMeasuredCosts(state.node_ms(), &regions)) report->cost_source = "measured";
-    } catch (const Error& e) {
-      log::Warn("autotune: ONNX Runtime's profile of the FP32 model failed ({}); groups are ordered by estimated cost",
-                e.what());
+  return {state_path, pattern_path};
+}
+
+// Per-region timing where the backend allows it: ONNX Runtime's profile of the FP32 model on the
+// CPU gives each region's share of the time (kept in the state file, so a resumed search visits
+// the groups in the same order); otherwise, or if it fails, the estimate stays. Returns the source.
+std::string MeasureRegionCosts(const AutotuneInputs& in, const autotune::Settings& settings, int threads,
+                               autotune::SearchState* state, std::vector<autotune::Region>* regions) {
+  if (settings.backend != "ort_cpu" || regions->empty()) return "estimated";
+  try {
+    if (state->node_ms().empty()) {
+      TemporaryFolder profile_dir("ptqkit-profile-");
+      state->PutNodeMs(
+          autotune::ProfileNodeTimes(*in.fp32, in.feeds, settings.timing_runs, threads, profile_dir.path()));
     }
+    if (autotune::UseMeasuredCosts(state->node_ms(), regions)) return "measured";
+  } catch (const Error& e) {
+    log::Warn("autotune: ONNX Runtime's profile of the FP32 model failed ({}); groups are ordered by estimated cost",
+              e.what());
   }
-  const std::vector<autotune::RegionGroup> groups = autotune::GroupRegions(regions);
+  return "estimated";
+}
 
-
+autotune::SearchSettings SearchSettingsFor(const autotune::Settings& settings, const QuantizeOptions& o,
+                                           const std::string& pattern_path) {
   autotune::SearchSettings ss;
   ss.schemes_per_region = settings.schemes_per_region;
   ss.max_groups = settings.max_groups;
   ss.passes = settings.passes;
   ss.budget = o.accuracy_budget;
-  ss.verbose = a.verbose;
+  ss.verbose = o.autotune.verbose;
   for (const auto& [sig, scheme] : autotune::LoadPatternCache(pattern_path)) {
     ss.warm_start[sig] = autotune::ParseScheme(scheme);
   }
+  return ss;
+}
 
-  log::Info("autotune ({}): {} region(s) in {} group(s), ordered by {} cost; backend {}, {} warm-up + {} timed run(s) "
-            "per candidate",
-            settings.mode, regions.size(), groups.size(), report->cost_source, backend->name(), settings.warmup_runs,
-            settings.timing_runs);
-  autotune::Evaluation ev;
-  ev.fp32_latency = [&] { return backend->Measure(*in.fp32); };
-  ev.latency = [&](const std::vector<std::string>& in_float) { return backend->Measure(in.build(in_float)); };
-  ev.divergence = [&](const std::vector<std::string>& in_float) { return in.divergence(in.build(in_float)); };
-  const autotune::SearchResult r = autotune::SearchPlacement(groups, ss, ev, &state);
+// The search's figures in the report.
+void ReportSearch(const autotune::SearchResult& r, const AutotuneInputs& in, const autotune::Settings& settings,
+                  const std::string& backend, const autotune::SearchState& state, AutotuneReport* rep) {
+  rep->used = true;
+  rep->mode = settings.mode;
+  rep->backend = backend;
+  rep->warmup_runs = settings.warmup_runs;
+  rep->timing_runs = settings.timing_runs;
+  rep->fp32 = r.fp32;
+  rep->default_placement = r.default_placement;
+  rep->autotuned = r.best;
+  rep->divergence_default = r.divergence_default;
+  rep->divergence_autotuned = r.divergence_best;
+  rep->divergence_metric = in.divergence_metric;
+  rep->budget = in.options->accuracy_budget;
+  rep->candidates_timed = r.timed;
+  rep->candidates_from_state = r.from_state;
+  rep->candidates_pruned = r.pruned;
+  rep->nodes_in_float = r.in_float;
+  rep->state_file = state.path();
+}
 
-  AutotuneReport& rep = *report;
-  rep.used = true;
-  rep.mode = settings.mode;
-  rep.backend = backend->name();
-  rep.warmup_runs = settings.warmup_runs;
-  rep.timing_runs = settings.timing_runs;
-  rep.fp32 = r.fp32;
-  rep.default_placement = r.default_placement;
-  rep.autotuned = r.best;
-  FinalGate(r.in_float, in, backend.get(), &state, &rep);
-  rep.speedup_vs_fp32 = rep.gate_autotuned.median_ms > 0 ? rep.gate_fp32.median_ms / rep.gate_autotuned.median_ms : 0.0;
-  rep.gate_passed = rep.speedup_vs_fp32 >= a.min_speedup;
-  rep.divergence_default = r.divergence_default;
-  rep.divergence_autotuned = r.divergence_best;
-  rep.divergence_metric = in.divergence_metric;
-  rep.budget = o.accuracy_budget;
-  rep.candidates_timed = r.timed;
-  rep.candidates_from_state = r.from_state;
-  rep.candidates_pruned = r.pruned;
-  rep.nodes_in_float = r.in_float;
-  rep.state_file = state.path();
+// Each group's decision in the report, and the searched ones in the pattern cache.
+void ReportGroups(const std::vector<autotune::RegionGroup>& groups, const autotune::SearchResult& r,
+                  const std::string& pattern_path, AutotuneReport* rep) {
   double total_cost = 0.0;
   for (const auto& g : groups) total_cost += g.cost;
   std::map<std::string, std::string> decisions = autotune::LoadPatternCache(pattern_path);
@@ -227,9 +229,46 @@ std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneRep
     out.scheme = autotune::SchemeName(r.schemes[g]);
     out.why = r.why[g];
     if (out.why == "searched" || out.why == "from the pattern cache") decisions[out.signature] = out.scheme;
-    rep.groups.push_back(std::move(out));
+    rep->groups.push_back(std::move(out));
   }
   if (!pattern_path.empty()) autotune::SavePatternCache(pattern_path, decisions);
+}
+
+}  // namespace
+
+std::vector<std::string> AutotunePlacement(const AutotuneInputs& in, AutotuneReport* report) {
+  const auto start = std::chrono::steady_clock::now();
+  const QuantizeOptions& o = *in.options;
+  const AutotuneOptions& a = o.autotune;
+  const autotune::Settings settings = autotune::ResolveSettings(a);
+  std::optional<TemporaryFolder> work;
+  std::unique_ptr<autotune::LatencyBackend> backend = MakeBackend(settings, a, in, &work);
+
+  std::vector<std::string> quantized;
+  for (const auto& [node, op] : in.quantized_nodes) quantized.push_back(node);
+  std::vector<autotune::Region> regions = SearchedRegions(in, a, quantized);
+  const auto [state_path, pattern_path] = StateFiles(a);
+  autotune::SearchState state(state_path, Fingerprint(*in.fp32, o, settings));
+  report->cost_source = MeasureRegionCosts(in, settings, a.threads, &state, &regions);
+  const std::vector<autotune::RegionGroup> groups = autotune::GroupRegions(regions);
+  const autotune::SearchSettings ss = SearchSettingsFor(settings, o, pattern_path);
+
+  log::Info("autotune ({}): {} region(s) in {} group(s), ordered by {} cost; backend {}, {} warm-up + {} timed run(s) "
+            "per candidate",
+            settings.mode, regions.size(), groups.size(), report->cost_source, backend->name(), settings.warmup_runs,
+            settings.timing_runs);
+  autotune::Evaluation ev;
+  ev.fp32_latency = [&] { return backend->Measure(*in.fp32); };
+  ev.latency = [&](const std::vector<std::string>& in_float) { return backend->Measure(in.build(in_float)); };
+  ev.divergence = [&](const std::vector<std::string>& in_float) { return in.divergence(in.build(in_float)); };
+  const autotune::SearchResult r = autotune::SearchPlacement(groups, ss, ev, &state);
+
+  AutotuneReport& rep = *report;
+  ReportSearch(r, in, settings, backend->name(), state, &rep);
+  FinalGate(r.in_float, in, backend.get(), &state, &rep);
+  rep.speedup_vs_fp32 = rep.gate_autotuned.median_ms > 0 ? rep.gate_fp32.median_ms / rep.gate_autotuned.median_ms : 0.0;
+  rep.gate_passed = rep.speedup_vs_fp32 >= a.min_speedup;
+  ReportGroups(groups, r, pattern_path, &rep);
   rep.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log::Info("autotune: FP32 {:.3f} ms, rules' placement {:.3f} ms, autotuned {:.3f} ms; final gate {:.3f} vs {:.3f} ms "
             "({:.3f}x FP32); {} candidate(s) timed, {} from the state file, {} pruned; {:.1f} s",

@@ -3,40 +3,22 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <chrono>
 #include <filesystem>
-#include <memory>
-#include <optional>
-#include <set>
-#include <thread>
 
-#include "base/log.h"
-#include "calib/method.h"
-#include "calib/trt_calibration_cache.h"
+#include "autotune/presets.h"
 #include "base/atomic_file.h"
-#include "onnx/graph_index.h"
-#include "onnx/model_io.h"
+#include "base/log.h"
+#include "calib/trt_calibration_cache.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "accuracy/output_agreement.h"
-#include "autotune/presets.h"
-#include "pipeline/accuracy_budget_search.h"
-#include "pipeline/autotune_placement.h"
-#include "pipeline/candidate_models.h"
 #include "pipeline/canonical_check.h"
-#include "pipeline/loss_measurement.h"
-#include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
-#include "pipeline/weight_rounding.h"
-#include "runtime/activation_capture.h"
-#include "runtime/prepared_model.h"
-#include "pipeline/quantize_weight_only.h"
+#include "pipeline/quantize_run.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "quant/formats.h"
-#include "quant/model_placement.h"
+#include "quant/dynamic_block_activation.h"
+#include "quant/ort_block_containers.h"
 #include "quant/ort_bias_overflow.h"
-#include "quant/qdq_rewrite.h"
 #include "quant/runtime_forms.h"
 #include "quant/weight_qdq_fold.h"
 
@@ -44,7 +26,7 @@ namespace ptqkit {
 namespace fs = std::filesystem;
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = QuantizeClock;
 
 std::string DefaultOutputPath(const std::string& input) {
   const fs::path in(input);
@@ -91,16 +73,10 @@ void CheckModelOptOptions(const QuantizeOptions& o) {
   }
 }
 
+// Every mode's option checks, then the weight-only formats' own.
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
   const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
-  if (!format.placement.weight_only && !o.calibration_method.empty() &&
-      IsWeightOnlyCalibrationMethod(o.calibration_method)) {
-    const auto weight_only = FormatNamesWhere([](const QuantFormat& f) { return f.placement.weight_only; });
-    throw Error(fmt::format("--calibration_method {} applies to the weight-only modes ({}) only (int8/fp8 take max, "
-                            "entropy, percentile or mse)",
-                            o.calibration_method, fmt::join(weight_only, ", ")));
-  }
   if (o.high_precision_dtype != "fp32" && o.high_precision_dtype != "fp16" && o.high_precision_dtype != "bf16") {
     throw Error(fmt::format("unknown --high_precision_dtype '{}' (expected fp32, fp16 or bf16)", o.high_precision_dtype));
   }
@@ -144,6 +120,7 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   for (const auto& ep : o.calibration_eps) CheckExecutionProviderName(ep);
   CheckModelOptOptions(o);
   autotune::CheckAutotuneOptions(o.autotune, o.quantize_mode);
+  if (format.placement.weight_only) CheckWeightOnlyOptions(o, format);
   std::error_code ec;
   const fs::path dir = fs::path(output).parent_path().empty() ? fs::path(".") : fs::path(output).parent_path();
   if (!fs::is_directory(dir, ec)) {
@@ -151,332 +128,188 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   }
 }
 
-// --weight_rounding gptq, on the final plan: the weights' codes from one more pass over the
-// calibration samples (the data's view is put back on the evaluated samples afterwards).
-void RoundWeights(const QuantizeOptions& o, const QuantFormat& format, const ModelPlacement& plan,
-                  onnx::ModelProto* model, CalibrationData* data, const EvalSplit& split, QuantizeReport* report) {
-  if (data == nullptr) {
-    log::Warn("--weight_rounding gptq needs calibration data to measure each layer's inputs; with the ranges from a "
-              "calibration cache the weights are rounded to nearest");
-    return;
-  }
-  const RewriteOptions rewrite = RewriteOptionsFor(o, format);
-  WeightRoundingSettings settings;
-  settings.rewrite = &rewrite;
-  settings.correct_conv_biases = o.bias_correction && o.save_calibration_cache.empty();
-  settings.threads = o.intra_op_num_threads > 0 ? o.intra_op_num_threads
-                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  UseCalibrationSamples(data, split);
-  RoundWeightsWithHessian(model, plan, *data, Runtime(o), settings, &report->weight_rounding);
-  if (!split.evaluated.empty()) UseEvaluationSamples(data, split);
+// The model loaded, raised to the opset (and IR version) the output needs, and the user's model
+// options applied (simplify, shapes, canonicalization).
+void LoadModel(QuantizeRun& run) {
+  const QuantizeOptions& o = run.o;
+  run.prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, run.report.output_path));
+  onnx::ModelProto& model = run.prepared.proto;
+  run.report.original_opset = run.prepared.original_opset;
+  int64_t min_opset = run.format.min_opset, min_ir_version = run.format.min_ir_version;
+  if (run.weight_only) WeightOnlyOutputVersion(run, &min_opset, &min_ir_version);
+  onnxio::UpgradeOpset(&model, min_opset);  // e.g. FP8 Q/DQ without zero points: opset 21
+  if (model.ir_version() < min_ir_version) model.set_ir_version(min_ir_version);
+  ApplyModelOptions(o, min_opset, &run.prepared, &run.canonical);
+  run.report.output_opset = onnxio::DefaultOpset(model);
 }
 
-// TensorRT's calibration cache (--calibration_cache_path): tensor -> scale. Its scales replace
-// calibrated ones; `uncached` counts the planned activations it has none for (those are calibrated).
-std::map<std::string, float> ReadTrtScales(const QuantizeOptions& o, const ModelPlacement& plan, int64_t* uncached) {
-  *uncached = 0;
-  if (o.calibration_cache_path.empty()) return {};
-  const std::map<std::string, float> scales = calib::ReadTrtCalibrationCache(o.calibration_cache_path);
-  for (const auto& t : plan.ActivationTensors()) *uncached += scales.count(t) == 0;
-  if (*uncached > 0) {
-    log::Warn("--calibration_cache_path: {} of {} planned activation(s) have no scale in '{}'; they are calibrated "
-              "from the data",
-              *uncached, plan.ActivationTensors().size(), o.calibration_cache_path);
-  }
-  return scales;
-}
-
-// What calibration gives the rest of the run.
-struct Calibration {
-  calib::CalibrationTable table;
-  std::optional<CalibrationData> data;  // none: every range came from a cache
-  EvalSplit split;
-  TensorDrops drops;                                            // left in float by every plan
-  std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
-};
-
-// One pass of ONNX Runtime over the calibration samples: every planned activation's statistics,
-// and the Conv input means bias correction needs. Depthwise equalization and smoothing edit the
-// model first (they change the tensors calibration observes; `plan` is made again after them).
-void CalibrateOnData(const QuantizeOptions& o, calib::Method method, PreparedModel& prepared, CanonicalForm* canonical,
-                     std::unique_ptr<ModelPlacement>* plan, Calibration* c, QuantizeReport* report) {
-  onnx::ModelProto& model = prepared.proto;
-  c->data = OpenCalibrationData(prepared, CalibrationRequest(o));
-  CalibrationData& data = *c->data;
-  report->synthetic_data = data.synthetic;
-  c->split = SplitForEvaluation(data, o.eval_samples);
-  UseCalibrationSamples(&data, c->split);
-  CompareCanonicalForm(canonical, model, &data, Runtime(o), report);
-  // Not when the statistics are saved: a calibration cache describes the model as given
-  // (canonicalized; a run from the cache has no data to measure channels with), and a run from it
-  // must reproduce the saving run's model.
-  const bool saving = !o.save_calibration_cache.empty();
-  if (o.depthwise_equalization && !saving) {
-    report->equalized_depthwise_convs = EqualizeDepthwiseConvInputs(&model, **plan, data, Runtime(o));
-    if (report->equalized_depthwise_convs > 0) *plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
-  }
-  if (o.quantize_mode == "int8" && o.smoothquant_alpha > 0 && !saving) {
-    const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, FindFormat(o.quantize_mode, "--quantize_mode"));
-    report->smoothed_matmul_inputs = SmoothMatMulInputs(&model, **plan, data, form, Runtime(o), o.smoothquant_alpha);
-  }
-  CaptureRequest request;
-  request.tensors = (*plan)->ActivationTensors();
-  // Autotune's candidates keep nodes in float, which can move a Q/DQ (a residual Add's other
-  // input): calibrate those tensors too, in the same pass.
-  if (!o.autotune.mode.empty()) request.tensors = AutotuneCalibrationTensors(model, PlacementFor(o), **plan);
-  request.histograms = method != calib::Method::kMax;
-  request.batch_size = data.batch_size;
-  request.num_batches = data.num_batches;
-  request.progress = o.progress;
-  // Bias correction's Conv input means come out of the same pass (not when saving, as above).
-  if (o.bias_correction && !saving) request.channel_axis = ConvInputChannels(**plan);
-  CaptureResult captured = CaptureStatistics(model, data.set, request, Runtime(o));
-  for (const auto& t : captured.not_float) c->drops.emplace_back(t, "input is not a float tensor");
-  c->table = std::move(captured.table);
-  for (const auto& [name, stats] : c->table.tensors) {
-    // A tensor that never took a value has no range: a control-flow branch that no calibration
-    // sample takes (an If on a sample rate the data does not use). Its nodes stay in float.
-    // (A tensor that took only NaN/Inf is an error further on, naming it.)
-    if (stats.finite_count() == 0 && stats.nonfinite_count() == 0) {
-      log::Warn("tensor '{}' was never computed during calibration (a control-flow branch the data never takes?); "
-                "the nodes reading it stay in float",
-                name);
-      c->drops.emplace_back(name, "its input was never computed during calibration");
-    }
-    if (stats.nonfinite_count() > 0) {
-      log::Warn("tensor '{}': {} NaN/Inf value(s) ignored during calibration", name, stats.nonfinite_count());
-    }
-  }
-  c->conv_input_means = ConvInputMeans(captured.channels);
-  report->execution_providers = captured.providers;
-  report->num_calibration_samples = captured.num_samples;
-  report->batch_size = request.batch_size;
-}
-
-// The ranges: from a calibration table, from TensorRT's cache when it has every scale
-// (`every_scale_cached`), else from the data (CalibrateOnData).
-Calibration Calibrate(const QuantizeOptions& o, calib::Method method, PreparedModel& prepared, CanonicalForm* canonical,
-                      std::unique_ptr<ModelPlacement>* plan, bool every_scale_cached, QuantizeReport* report) {
-  const auto start = Clock::now();
-  Calibration c;
-  if (!o.calibration_cache.empty()) {
-    c.table = calib::CalibrationTable::Load(o.calibration_cache);
-    report->calibration_from_cache = true;
-    log::Info("calibration cache: no data to measure channel statistics with, so no bias correction or smoothing");
-  } else if (every_scale_cached) {
-    report->calibration_from_cache = true;
-    log::Info("every scale comes from --calibration_cache_path: no data is read, so no bias correction or smoothing");
+// What is quantized: activations and weights (int8/fp8), or weights alone.
+void Plan(QuantizeRun& run) {
+  if (run.weight_only) {
+    PlanWeights(run);
   } else {
-    CalibrateOnData(o, method, prepared, canonical, plan, &c, report);
+    PlanActivations(run);
   }
-  if (!c.data) CompareCanonicalForm(canonical, prepared.proto, nullptr, Runtime(o), report);  // counts only
-  report->calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return c;
+}
+
+// The data, once: opened, samples held out for the loss report (the rest calibrate), the canonical
+// form compared with the model as given on a few calibration samples.
+void OpenData(QuantizeRun& run) {
+  run.data.emplace(OpenCalibrationData(run.prepared, CalibrationRequest(run.o)));
+  CalibrationData& data = *run.data;
+  run.report.synthetic_data = data.synthetic;
+  run.report.batch_size = data.batch_size;
+  run.split = SplitForEvaluation(data, run.o.eval_samples);
+  UseCalibrationSamples(&data, run.split);
+  CompareCanonicalForm(&run.canonical, run.prepared.proto, &data, Runtime(run.o), &run.report);
+}
+
+// The calibration pass over the data: activation statistics (or ranges from a cache, with no data),
+// or the weight-only formats' Grams.
+void Calibrate(QuantizeRun& run) {
+  const auto start = Clock::now();
+  if (run.weight_only) {
+    if (WeightOnlyReadsData(run)) {
+      OpenData(run);
+      CaptureWeightGrams(run);
+    }
+  } else {
+    if (ActivationRangesFromData(run)) OpenData(run);
+    CalibrateActivationRanges(run);
+  }
+  CompareCanonicalForm(&run.canonical, run.prepared.proto, nullptr, Runtime(run.o), &run.report);  // counts
+  run.report.calibration_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // The FP32 outputs on the held-out samples, before the graph is rewritten: what the loss report,
-// the budget and autotune compare with.
-struct Reference {
-  accuracy::BatchOutputs outputs;
-  accuracy::SampleRange range;
-  double seconds = 0.0;
-};
-
-Reference HeldOutReference(const QuantizeOptions& o, const onnx::ModelProto& model, Calibration& c) {
-  Reference r;
-  if (c.split.evaluated.empty()) return r;
+// the budget and autotune compare with. The report judges the Q/DQ graph as written (fake-quant):
+// ONNX Runtime's default level fuses it into kernels whose numerics depend on its version (1.30,
+// bundled here, cannot even load FP8 Q/DQ models at that level; 1.32 can; tests/corpus checks the
+// default level separately). Except for a form written for ONNX Runtime's fused integer kernels:
+// its users run them, at the default level, and that is what the report must measure.
+void ReferenceOutputs(QuantizeRun& run) {
+  run.eval_runtime = Runtime(run.o);
+  run.eval_runtime.basic_optimizations_only = !EffectiveRuntimeForm(run.o.target_runtime, run.format).quantize_op_outputs;
+  if (!run.data || run.split.evaluated.empty()) return;
   const auto start = Clock::now();
-  r.range = UseEvaluationSamples(&*c.data, c.split, o.eval_mask_input);
-  r.outputs = accuracy::RunOutputs(model, c.data->set, r.range, Runtime(o));
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return r;
+  run.range = UseEvaluationSamples(&*run.data, run.split, run.o.eval_mask_input);
+  run.reference = accuracy::RunOutputs(run.prepared.proto, run.data->set, run.range, Runtime(run.o));
+  run.reference_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The nodes the searches keep in float: --accuracy_budget's, then --autotune's (over the budget's).
-struct SearchChoices {
-  std::vector<std::string> budget, autotune;
-};
-
-SearchChoices SearchPlacements(const QuantizeOptions& o, PreparedModel& prepared, const CandidateBuilder& build,
-                               std::optional<CandidateScorer>& scorer, Calibration& c,
-                               std::unique_ptr<ModelPlacement>* plan, QuantizeReport* report) {
-  SearchChoices chosen;
-  KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
-  if (o.accuracy_budget >= 0) {
-    if (!c.data || (c.split.evaluated.empty() && !o.accuracy_eval)) {
-      throw Error("--accuracy_budget needs calibration data (not a --calibration_cache: the ranking scan calibrates) "
-                  "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
-    }
-    chosen.budget = SearchAccuracyBudget(o, prepared, build, *scorer, (*plan)->QuantizedNodes(), report);
-    // The final plan keeps the search's choice in float too.
-    for (const auto& node : chosen.budget) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
-    if (!chosen.budget.empty()) *plan = build.Plan(&prepared.proto, kept_in_float);
-  }
-  if (o.autotune.mode.empty()) return chosen;
-  if (!c.data || c.split.evaluated.empty()) {
-    throw Error("--autotune needs calibration data (not a --calibration_cache) and evaluation samples "
-                "(--eval_samples > 0): every candidate's accuracy is checked on them");
-  }
-  onnx::ModelProto& model = prepared.proto;
-  const auto with_budget = [&](std::vector<std::string> in_float) {
-    in_float.insert(in_float.end(), chosen.budget.begin(), chosen.budget.end());
-    return in_float;
-  };
-  AutotuneInputs in;
-  in.options = &o;
-  in.fp32 = &model;
-  in.build = [&](const std::vector<std::string>& in_float) { return build.Build(model, with_budget(in_float)); };
-  in.divergence = [&](const onnx::ModelProto& candidate) { return (*scorer)(candidate); };
-  in.divergence_metric = scorer->metric_name();
-  in.quantized_nodes = (*plan)->QuantizedNodes();
-  in.feeds = c.data->set.ReadBatch(0, c.data->batch_size);
-  chosen.autotune = AutotunePlacement(in, &report->autotune);
-  const std::string why = report->autotune.gate_passed
-                              ? "kept in float by --autotune (faster)"
-                              : "no Q/DQ: autotune's best placement is not --autotune_min_speedup x faster than FP32";
-  for (const auto& node : chosen.autotune) kept_in_float.emplace(node, why);
-  if (!chosen.autotune.empty()) *plan = build.Plan(&model, kept_in_float);
-  return chosen;
-}
-
-// The runtime form's part of the report: the integer kernel each quantized op type runs as, and
-// which have none there.
-void ReportRuntimeForm(const QuantizeOptions& o, const QuantFormat& format, const std::map<std::string, int>& by_op,
-                       QuantizeReport* report) {
-  const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, format);
-  report->runtime_form = std::string(form.name);
-  if (form.kernels == nullptr) return;
-  for (const auto& [op, n] : by_op) {
-    const IntegerKernel* kernel = FindIntegerKernel(form, op);
-    if (kernel == nullptr) report->without_integer_kernel[op] = n;
-    if (kernel != nullptr) report->integer_kernel[op] = std::string(kernel->kernel);
+// The searches under --accuracy_budget (nodes kept in float, or INT8 weights) and --autotune.
+void Search(QuantizeRun& run) {
+  if (run.weight_only) {
+    ChooseInt8Weights(run);
+  } else {
+    SearchActivationPlacements(run);
   }
 }
 
-// Writing the FP32 model under a quantized name would hide that nothing was done: an error, unless
-// the user's or a search's exclusions asked for it (then a warning).
-void CheckSomethingQuantized(const QuantizeOptions& o, const RewriteStats& stats, const SearchChoices& chosen,
-                             const QuantizeReport& report) {
-  const bool excluded = !o.nodes_to_exclude.empty() || !o.op_types_to_exclude.empty() || !chosen.budget.empty() ||
-                        !chosen.autotune.empty();
-  if (stats.qdq_pairs > 0) return;
-  if (excluded) {
-    log::Warn("every quantization candidate was excluded: the output has no Q/DQ node");
-    return;
-  }
-  std::string why;
-  for (size_t k = 0; k < std::min<size_t>(3, report.left_in_float.size()); ++k) {
-    why += fmt::format("; '{}' {}", report.left_in_float[k].first, report.left_in_float[k].second);
-  }
-  throw Error(fmt::format("no node of '{}' was quantized ({} candidate(s) left in float{}); nothing was written. "
-                          "Choose nodes with --op_types_to_quantize or --nodes_to_quantize",
-                          o.onnx_path, report.left_in_float.size(), why),
-              Error::Kind::kUnsupported);
+void RoundWeights(QuantizeRun& run) {
+  if (!run.weight_only) RoundActivationFormatWeights(run);  // weight-only formats search theirs in the rewrite
 }
 
-// The loss report on the held-out samples, or why there is none.
-void ReportLoss(const QuantizeOptions& o, onnx::ModelProto* model, Calibration& c, const Reference& reference,
-                const RuntimeOptions& eval_runtime, const std::map<std::string, float>& amax, const QuantFormat& format,
-                QuantizeReport* report) {
-  if (c.split.evaluated.empty()) {
-    report->loss.not_evaluated_because = o.eval_samples <= 0 ? "--eval_samples 0"
-                                         : report->calibration_from_cache ? "the ranges came from a calibration cache"
-                                                                          : "no calibration samples";
+// The Q/DQ written into the model.
+void Rewrite(QuantizeRun& run) {
+  if (run.weight_only) {
+    RewriteWeights(run);
+  } else {
+    RewriteActivations(run);
+  }
+  run.report.qdq_pairs = run.stats.qdq_pairs;
+}
+
+// The loss report on the held-out samples, or why there is none. The model is already written
+// (StagedOutput): each weight's Q/DQ may now be folded into the weight in place (on a model whose
+// weights ONNX Runtime gets as inputs it would otherwise quantize every weight again at every run,
+// one element at a time along a MatMul weight's last axis; same bits, no second copy). nvfp4/mxfp8's
+// standard containers and TensorRT's dynamic block quantizers run as their ONNX Runtime twins: the
+// dequantized weights are the same bits.
+void ReportLoss(QuantizeRun& run) {
+  const QuantizeOptions& o = run.o;
+  QuantizeReport& report = run.report;
+  if (run.split.evaluated.empty()) {
+    report.loss.not_evaluated_because =
+        run.weight_only && !run.data ? "rtn read no data; give --calibration_data_path"
+        : o.eval_samples <= 0        ? "--eval_samples 0"
+        : report.calibration_from_cache ? "the ranges came from a calibration cache"
+                                        : "no calibration samples";
     return;
   }
   const auto start = Clock::now();
-  // The model is already written (StagedOutput): each weight's Q/DQ may now be folded into the
-  // weight in place. On a model whose weights ONNX Runtime gets as inputs it would otherwise
-  // quantize every weight again at every run, one element at a time along a MatMul weight's last
-  // axis. Same bits, no second copy of the weights.
-  FoldWeightQdqForSession(model);
-  report->loss = MeasureLoss(reference.outputs, *model, *c.data, reference.range, c.split.held_out, eval_runtime,
-                             c.table, amax, format.grid);
-  report->loss.sample_indices = c.split.evaluated;
-  report->loss.seconds = reference.seconds + std::chrono::duration<double>(Clock::now() - start).count();
-  if (report->accuracy_budget.used && report->accuracy_budget.met) report->loss.warning.clear();
-  if (!report->loss.warning.empty()) log::Warn("{}", report->loss.warning);
+  onnx::ModelProto& model = run.prepared.proto;
+  const onnx::ModelProto* runnable = &model;
+  std::optional<onnx::ModelProto> twin;
+  if (!run.weight_only) {
+    FoldWeightQdqForSession(&model);
+  } else if (HasStandardBlockContainers(model.graph()) || HasTrtDynamicQuantize(model.graph())) {
+    twin.emplace(model);
+    UseOrtCpuContainers(twin->mutable_graph());
+    EmulateTrtDynamicQuantize(&*twin);
+    runnable = &*twin;
+  }
+  const std::string advice = run.weight_only ? "Keep the most sensitive MatMul/Gemm weights in float "
+                                               "(--nodes_to_exclude) or use --calibration_method awq_lite."
+                                             : "";
+  report.loss = MeasureLoss(run.reference, *runnable, *run.data, run.range, run.split.held_out, run.eval_runtime,
+                            run.table, run.amax, run.weight_only ? calib::Grid{} : run.format.grid, advice);
+  report.loss.sample_indices = run.split.evaluated;
+  report.loss.seconds = run.reference_seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  if (report.accuracy_budget.used && report.accuracy_budget.met) report.loss.warning.clear();  // as asked
+  if (!report.loss.warning.empty()) log::Warn("{}", report.loss.warning);
 }
 
 // --save_calibration_cache (ptqkit's table) and --save_calibration_cache_path (TensorRT's scales),
 // after the model: a save that fails leaves no cache behind.
-void SaveCalibrationCaches(const QuantizeOptions& o, const Calibration& c, const std::map<std::string, float>& amax,
-                           const QuantFormat& format) {
-  if (!o.save_calibration_cache.empty()) c.table.Save(o.save_calibration_cache);
+void SaveCalibrationCaches(const QuantizeOptions& o, const calib::CalibrationTable& table,
+                           const std::map<std::string, float>& amax, const QuantFormat& format) {
+  if (!o.save_calibration_cache.empty()) table.Save(o.save_calibration_cache);
   if (o.save_calibration_cache_path.empty()) return;
   std::map<std::string, float> scales;
   for (const auto& [tensor, a] : amax) scales[tensor] = a / format.qmax;
   WriteFileAtomically(o.save_calibration_cache_path, calib::TrtCalibrationCacheText(scales));
 }
 
+// Precision conversion, the file staged (written, not visible), the loss report (which may fold the
+// weights in place), the commit, then the calibration caches.
+void WriteModel(QuantizeRun& run) {
+  onnx::ModelProto& model = run.prepared.proto;
+  ConvertPrecision(&model, run.o, &run.report);
+  if (!run.weight_only) run.report.ort_fp16_bias_overflows = CountFp16BiasOverflows(model.graph());
+  StagedOutput output(&model, run.o, run.report.output_path);
+  ReportLoss(run);
+  run.report.total_seconds = run.Elapsed();
+  output.Commit(run.o, run.report);
+  SaveCalibrationCaches(run.o, run.table, run.amax, run.format);
+  run.report.total_seconds = run.Elapsed();
+}
+
 }  // namespace
 
-// The steps, in order: options and files checked; the model loaded, upgraded and canonicalized;
-// the placement planned; ranges calibrated; FP32 reference outputs on the held-out samples; the
-// searches (budget, autotune) that keep nodes in float; weight rounding; the Q/DQ rewrite;
-// precision conversion; the model written, then the loss report; the caches saved.
+QuantizeRun::QuantizeRun(const QuantizeOptions& options, const QuantFormat& f)
+    : o(options), format(f), weight_only(f.placement.weight_only), start(QuantizeClock::now()) {}
+
+double QuantizeRun::Elapsed() const { return std::chrono::duration<double>(QuantizeClock::now() - start).count(); }
+
+// Every mode runs these steps, in this order (quantize_run.h says where the weight-only formats differ).
 QuantizeReport Quantize(const QuantizeOptions& o) {
-  const auto start = Clock::now();
-  QuantizeReport report;
-  report.output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
-  CheckOptions(o, report.output_path);
-  QuantizeFiles(o, report.output_path).Check();  // again with external data, once the model is read
-  const QuantFormat& format = FindFormat(o.quantize_mode, "--quantize_mode");
-  if (format.placement.weight_only) return QuantizeWeightOnly(o, format, std::move(report), start);
-  // No method means mse for the activation-calibrated modes (ModelOpt defaults int8 to entropy;
-  // mse is never far from max and often better on real models, where entropy can lose a lot).
-  report.calibration_method = o.calibration_method.empty() ? "mse" : o.calibration_method;
-  const calib::Method method = calib::ParseMethod(report.calibration_method);
-
-  PreparedModel prepared = LoadPreparedModel(o.onnx_path, QuantizeFiles(o, report.output_path));
-  onnx::ModelProto& model = prepared.proto;
-  report.original_opset = prepared.original_opset;
-  onnxio::UpgradeOpset(&model, format.min_opset);  // e.g. FP8 Q/DQ without zero points: opset 21
-  CanonicalForm canonical;
-  ApplyModelOptions(o, format.min_opset, &prepared, &canonical);
-  report.output_opset = onnxio::DefaultOpset(model);
-  auto plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
-
-  int64_t trt_uncached = 0;
-  const std::map<std::string, float> trt_scales = ReadTrtScales(o, *plan, &trt_uncached);
-  Calibration c = Calibrate(o, method, prepared, &canonical, &plan, !trt_scales.empty() && trt_uncached == 0, &report);
-  const Reference reference = HeldOutReference(o, model, c);
-
-  for (const auto& [tensor, why] : c.drops) plan->DropTensor(tensor, why);
-  const CandidateBuilder build(CandidateRecipe{&o, &format, method, &c.table, c.drops, trt_scales, c.conv_input_means});
-  RuntimeOptions eval_runtime = Runtime(o);
-  // The report judges the Q/DQ graph as written (fake-quant): ONNX Runtime's default level fuses
-  // it into kernels whose numerics depend on its version (1.30, bundled here, cannot even load
-  // FP8 Q/DQ models at that level; 1.32 can). tests/corpus checks the default level separately.
-  eval_runtime.basic_optimizations_only = true;
-  // Except for a form written for ONNX Runtime's fused integer kernels: its users run them, at the
-  // default level, and that is what the report must measure.
-  if (EffectiveRuntimeForm(o.target_runtime, format).quantize_op_outputs) eval_runtime.basic_optimizations_only = false;
-  // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
-  std::optional<CandidateScorer> scorer;
-  if (c.data) scorer.emplace(o, reference.outputs, *c.data, reference.range, eval_runtime);
-  const SearchChoices chosen = SearchPlacements(o, prepared, build, scorer, c, &plan, &report);
-
-  if (o.weight_rounding == "gptq") RoundWeights(o, format, *plan, &model, c.data ? &*c.data : nullptr, c.split, &report);
-  const std::map<std::string, float> amax = build.Ranges(*plan);
-  report.quantized_by_op_type = plan->QuantizedByOpType();
-  report.left_in_float = plan->LeftInFloat();
-  const RewriteStats stats = build.Rewrite(plan.get(), amax, &report.bias_corrected_convs);
-  report.qdq_pairs = stats.qdq_pairs;
-  report.dynamic_matmuls = stats.dynamic_matmuls;
-  report.int8_embeddings = stats.int8_embeddings;
-  ReportRuntimeForm(o, format, report.quantized_by_op_type, &report);
-  CheckSomethingQuantized(o, stats, chosen, report);
-  ConvertPrecision(&model, o, &report);
-  report.ort_fp16_bias_overflows = CountFp16BiasOverflows(model.graph());
-  // Written (not yet visible) before the loss report, which may fold the weights in place.
-  StagedOutput output(&model, o, report.output_path);
-  ReportLoss(o, &model, c, reference, eval_runtime, amax, format, &report);
-  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  output.Commit(o, report);
-  SaveCalibrationCaches(o, c, amax, format);
-  report.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return report;
+  const std::string output_path = o.output_path.empty() ? DefaultOutputPath(o.onnx_path) : o.output_path;
+  CheckOptions(o, output_path);
+  QuantizeFiles(o, output_path).Check();  // again with external data, once the model is read
+  QuantizeRun run(o, FindFormat(o.quantize_mode, "--quantize_mode"));
+  run.report.output_path = output_path;
+  run.method = ResolveCalibrationMethod(run.format, o.calibration_method);
+  run.report.calibration_method = run.method;
+  LoadModel(run);
+  Plan(run);
+  Calibrate(run);
+  ReferenceOutputs(run);
+  Search(run);
+  RoundWeights(run);
+  Rewrite(run);
+  WriteModel(run);
+  return run.report;
 }
 
 }  // namespace ptqkit

@@ -1,7 +1,10 @@
 #include "quant/formats.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
+
+#include <algorithm>
 
 #include "ptqkit/error.h"
 #include "quant/block_codec.h"
@@ -217,6 +220,78 @@ const QuantFormat& FindFormat(std::string_view name, std::string_view option, bo
     if (f->name == name && (!activations_only || !f->placement.weight_only)) return *f;
   }
   throw Error(fmt::format("unknown {} '{}' (expected {})", option, name, FormatNames(activations_only)));
+}
+
+std::string ResolveCalibrationMethod(const QuantFormat& format, const std::string& given) {
+  const bool weight_only = format.placement.weight_only;
+  if (given.empty()) {
+    return weight_only ? std::string(format.block_codec->default_method) : std::string(calib::kDefaultActivationMethod);
+  }
+  const std::string method = calib::CanonicalMethodName(given);
+  const calib::MethodRow* row = calib::FindMethodRow(method);
+  const auto names = [](calib::MethodTarget target) { return calib::MethodNames(target); };
+  if (row == nullptr) {
+    throw Error(fmt::format("unknown --calibration_method '{}' (expected {} for int8/fp8, {} for the weight-only "
+                            "modes)",
+                            given, fmt::join(names(calib::MethodTarget::kActivationRanges), ", "),
+                            fmt::join(names(calib::MethodTarget::kWeights), ", ")));
+  }
+  if (!weight_only && row->target == calib::MethodTarget::kWeights) {
+    const auto weight_only_formats = FormatNamesWhere([](const QuantFormat& f) { return f.placement.weight_only; });
+    throw Error(fmt::format("--calibration_method {} applies to the weight-only modes ({}) only (int8/fp8 take {})",
+                            method, fmt::join(weight_only_formats, ", "),
+                            fmt::join(names(calib::MethodTarget::kActivationRanges), ", ")));
+  }
+  if (weight_only && row->target == calib::MethodTarget::kActivationRanges) {
+    throw Error(fmt::format("--calibration_method {} does not apply to --quantize_mode {} (expected {}; {} calibrate "
+                            "int8/fp8 activations)",
+                            method, format.name, fmt::join(names(calib::MethodTarget::kWeights), ", "),
+                            fmt::join(names(calib::MethodTarget::kActivationRanges), ", ")));
+  }
+  return method;
+}
+
+namespace {
+
+// The weight-only formats grouped by their default method, in table order of first appearance.
+std::vector<std::pair<std::string, std::vector<std::string_view>>> WeightOnlyDefaults() {
+  std::vector<std::pair<std::string, std::vector<std::string_view>>> groups;
+  for (const QuantFormat* f : AllFormats()) {
+    if (!f->placement.weight_only) continue;
+    const std::string method = f->block_codec->default_method;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == method; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {method, {}});
+    it->second.push_back(f->name);
+  }
+  return groups;
+}
+
+std::string Joined(const std::vector<std::string_view>& names, const char* separator) {
+  return fmt::format("{}", fmt::join(names, separator));
+}
+
+}  // namespace
+
+std::string CalibrationMethodHelp() {
+  const auto activation = FormatNamesWhere([](const QuantFormat& f) { return !f.placement.weight_only; });
+  const auto weight_only = FormatNamesWhere([](const QuantFormat& f) { return f.placement.weight_only; });
+  std::vector<std::string> defaults;
+  for (const auto& [method, formats] : WeightOnlyDefaults()) {
+    defaults.push_back(fmt::format("{} for {}", method, Joined(formats, "/")));
+  }
+  return fmt::format("{}: {} (default {}); {}: {} (default {})", Joined(activation, "/"),
+                     fmt::join(calib::MethodNames(calib::MethodTarget::kActivationRanges), " | "),
+                     calib::kDefaultActivationMethod, Joined(weight_only, "/"),
+                     fmt::join(calib::MethodNames(calib::MethodTarget::kWeights), " | "), fmt::join(defaults, ", "));
+}
+
+std::string CalibrationMethodDefaults() {
+  const auto activation = FormatNamesWhere([](const QuantFormat& f) { return !f.placement.weight_only; });
+  std::vector<std::string> parts = {fmt::format("`{}` ({})", calib::kDefaultActivationMethod, Joined(activation, "/"))};
+  for (const auto& [method, formats] : WeightOnlyDefaults()) {
+    parts.push_back(fmt::format("`{}` ({})", method, Joined(formats, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace ptqkit

@@ -104,4 +104,14 @@ std::vector<std::string_view> FormatNamesWhere(bool (*keep)(const QuantFormat&))
 // "int8, fp8 or int4": the names of every format (with activations_only, of the calibrated ones).
 std::string FormatNames(bool activations_only = false);
 
+// The --calibration_method a run of `format` uses: `given` (ModelOpt's "rtn_dq" read as "rtn"), or
+// the format's default when empty (mse for int8/fp8, the block codec's for the weight-only formats).
+// Throws ptqkit::Error when the method is unknown or chooses what `format` does not calibrate.
+std::string ResolveCalibrationMethod(const QuantFormat& format, const std::string& given);
+// The option's help and default, from the method and format tables: "int8/fp8: max | entropy |
+// percentile | mse (default mse); int4/nvfp4/...: rtn | awq_clip | awq_lite (default ...)" and
+// "`mse` (int8/fp8), `awq_clip` (int4), ...".
+std::string CalibrationMethodHelp();
+std::string CalibrationMethodDefaults();
+
 }  // namespace ptqkit

@@ -94,11 +94,10 @@ code { font-size: 0.9em; }
 
 }  // namespace
 
-std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* pick,
-                             const std::map<std::string, std::string>& settings) {
-  std::set<std::string> excluded;
-  if (pick != nullptr) excluded.insert(pick->excluded.begin(), pick->excluded.end());
+namespace {
 
+// The page's head, title and the run's settings.
+std::string RunSection(const SensitivityResult& result, const std::map<std::string, std::string>& settings) {
   std::string out =
       "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
       "<meta charset=\"utf-8\" />\n";
@@ -111,7 +110,6 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
         "<p class=\"note\">Calibrated on synthetic data: the scores are directional only; do "
         "not pair them with absolute thresholds.</p>\n";
   }
-
   out += "<h2>Run</h2>\n";
   out += KeyValueTable({
       {"model", result.onnx_path},
@@ -128,77 +126,77 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
     out += "<h2>Settings</h2>\n";
     out += KeyValueTable({settings.begin(), settings.end()});
   }
+  return out;
+}
 
-  // Per-target ranking. Without blocks the selection is a prefix of this order, so the cut is a
-  // line; with blocks the excluded members are scattered, so only their bars are highlighted.
-  const auto ranked = RankByScore(result.scores);
+// Per-target ranking. Without blocks the selection is a prefix of this order, so the cut is a
+// line; with blocks the excluded members are scattered, so only their bars are highlighted.
+std::string RankingSection(const SensitivityResult& result, const PickResult* pick) {
+  std::set<std::string> excluded;
+  if (pick != nullptr) excluded.insert(pick->excluded.begin(), pick->excluded.end());
   std::vector<Bar> bars;
-  for (const auto& [name, score] : ranked) bars.push_back({name, score, excluded.count(name) != 0});
+  for (const auto& [name, score] : RankByScore(result.scores)) {
+    bars.push_back({name, score, excluded.count(name) != 0});
+  }
   long target_cut = -1;
   std::string cut_label;
   if (pick != nullptr && !pick->block_mode) {
     target_cut = static_cast<long>(pick->cut);
     cut_label = "exclusion cut (" + pick->cut_rule + ")";
   }
-  out += fmt::format("<h2>Ranking ({} / {} / {})</h2>\n", Escape(result.target_precision),
-                     Escape(result.metric), Escape(result.granularity));
-  if (bars.empty()) {
-    out += "<p>No target was scored.</p>\n";
-  } else {
-    out += fmt::format(
-        "<p>{} target(s), highest impact first; bar length is the score relative to the "
-        "highest{}.</p>\n",
-        bars.size(), pick != nullptr ? "; red bars are excluded (kept in high precision)" : "");
-    out += BarChart(bars, target_cut, cut_label,
-                    fmt::format("Sensitivity ranking by {}", result.metric));
-  }
+  std::string out = fmt::format("<h2>Ranking ({} / {} / {})</h2>\n", Escape(result.target_precision),
+                                Escape(result.metric), Escape(result.granularity));
+  if (bars.empty()) return out + "<p>No target was scored.</p>\n";
+  out += fmt::format(
+      "<p>{} target(s), highest impact first; bar length is the score relative to the "
+      "highest{}.</p>\n",
+      bars.size(), pick != nullptr ? "; red bars are excluded (kept in high precision)" : "");
+  return out + BarChart(bars, target_cut, cut_label, fmt::format("Sensitivity ranking by {}", result.metric));
+}
 
-  if (pick != nullptr && pick->block_mode) {
-    out += fmt::format("<h2>Block ranking (sorted by {}_agg)</h2>\n", Escape(pick->block_agg));
-    std::vector<Bar> group_bars;
-    std::string table = "<table>\n";
-    table +=
-        Row({"#", "group", "kind", "max_agg", "sum_agg", "mean_agg", "members", "excluded"}, true);
-    for (size_t i = 0; i < pick->ranking.size(); ++i) {
-      const RankedEntry& e = pick->ranking[i];
-      const std::string label = e.is_block ? e.name : e.name + " (node)";
-      group_bars.push_back({label, e.score, i < pick->cut});
-      table += Row({fmt::format("{}", i + 1), e.name, e.is_block ? "group" : "singleton",
-                    FormatScore(e.max_score, 3), FormatScore(e.sum_score, 3),
-                    FormatScore(e.mean_score, 3), fmt::format("{}", e.members.size()),
-                    i < pick->cut ? "yes" : "no"});
-    }
-    table += "</table>\n";
-    if (!group_bars.empty()) {
-      out += BarChart(group_bars, static_cast<long>(pick->cut),
-                      "exclusion cut (" + pick->cut_rule + ")",
-                      fmt::format("Block ranking by {}_agg", pick->block_agg));
-    }
-    out += table;
+// --blocks: the ranking of groups and singletons the picker cut.
+std::string BlockSection(const PickResult& pick) {
+  std::string out = fmt::format("<h2>Block ranking (sorted by {}_agg)</h2>\n", Escape(pick.block_agg));
+  std::vector<Bar> group_bars;
+  std::string table = "<table>\n";
+  table += Row({"#", "group", "kind", "max_agg", "sum_agg", "mean_agg", "members", "excluded"}, true);
+  for (size_t i = 0; i < pick.ranking.size(); ++i) {
+    const RankedEntry& e = pick.ranking[i];
+    const std::string label = e.is_block ? e.name : e.name + " (node)";
+    group_bars.push_back({label, e.score, i < pick.cut});
+    table += Row({fmt::format("{}", i + 1), e.name, e.is_block ? "group" : "singleton", FormatScore(e.max_score, 3),
+                  FormatScore(e.sum_score, 3), FormatScore(e.mean_score, 3), fmt::format("{}", e.members.size()),
+                  i < pick.cut ? "yes" : "no"});
   }
-
-  if (pick != nullptr) {
-    const ExclusionSummary summary = SummarizeExclusion(result.scores, pick->excluded);
-    out += fmt::format("<h2>Exclusion ({})</h2>\n", Escape(pick->cut_rule));
-    out += KeyValueTable({
-        {"coverage_pct", fmt::format("{:.2f}", summary.coverage_pct)},
-        {"num_excluded", fmt::format("{}", summary.num_excluded)},
-        {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
-        {"num_remaining_quantized", fmt::format("{}", summary.num_remaining_quantized)},
-        {"excluded_mass", fmt::format("{:.6g}", summary.excluded_mass)},
-        {"total_mass", fmt::format("{:.6g}", summary.total_mass)},
-    });
-    if (pick->excluded.empty()) {
-      out += "<p>Nothing is excluded.</p>\n";
-    } else {
-      out += "<ol class=\"excluded\">\n";
-      for (const auto& name : pick->excluded) {
-        out += fmt::format("<li><code>{}</code></li>\n", Escape(name));
-      }
-      out += "</ol>\n";
-    }
+  table += "</table>\n";
+  if (!group_bars.empty()) {
+    out += BarChart(group_bars, static_cast<long>(pick.cut), "exclusion cut (" + pick.cut_rule + ")",
+                    fmt::format("Block ranking by {}_agg", pick.block_agg));
   }
+  return out + table;
+}
 
+// What the picker excluded, and the mass it covers.
+std::string ExclusionSection(const SensitivityResult& result, const PickResult& pick) {
+  const ExclusionSummary summary = SummarizeExclusion(result.scores, pick.excluded);
+  std::string out = fmt::format("<h2>Exclusion ({})</h2>\n", Escape(pick.cut_rule));
+  out += KeyValueTable({
+      {"coverage_pct", fmt::format("{:.2f}", summary.coverage_pct)},
+      {"num_excluded", fmt::format("{}", summary.num_excluded)},
+      {"num_previously_quantized", fmt::format("{}", summary.num_previously_quantized)},
+      {"num_remaining_quantized", fmt::format("{}", summary.num_remaining_quantized)},
+      {"excluded_mass", fmt::format("{:.6g}", summary.excluded_mass)},
+      {"total_mass", fmt::format("{:.6g}", summary.total_mass)},
+  });
+  if (pick.excluded.empty()) return out + "<p>Nothing is excluded.</p>\n";
+  out += "<ol class=\"excluded\">\n";
+  for (const auto& name : pick.excluded) out += fmt::format("<li><code>{}</code></li>\n", Escape(name));
+  return out + "</ol>\n";
+}
+
+// Failed targets, the picker's warnings and the timings.
+std::string TailSections(const SensitivityResult& result, const PickResult* pick) {
+  std::string out;
   if (!result.failed.empty()) {
     out += "<h2>Failed targets (not scored)</h2>\n<table>\n" + Row({"target", "reason"}, true);
     for (const auto& [target, reason] : result.failed) out += Row({target, reason});
@@ -212,12 +210,20 @@ std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* 
   if (!result.timings.empty()) {
     out += "<h2>Timings (seconds)</h2>\n";
     std::vector<std::pair<std::string, std::string>> rows;
-    for (const auto& [phase, seconds] : result.timings) {
-      rows.emplace_back(phase, fmt::format("{:.3f}", seconds));
-    }
+    for (const auto& [phase, seconds] : result.timings) rows.emplace_back(phase, fmt::format("{:.3f}", seconds));
     out += KeyValueTable(rows);
   }
-  return out + "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderHtmlReport(const SensitivityResult& result, const PickResult* pick,
+                             const std::map<std::string, std::string>& settings) {
+  std::string out = RunSection(result, settings) + RankingSection(result, pick);
+  if (pick != nullptr && pick->block_mode) out += BlockSection(*pick);
+  if (pick != nullptr) out += ExclusionSection(result, *pick);
+  return out + TailSections(result, pick) + "</body>\n</html>\n";
 }
 
 }  // namespace ptqkit::sensitivity
