@@ -16,33 +16,26 @@
 #include <vector>
 
 #include "ptqkit/autotune.h"
+#include "ptqkit/run_options.h"
 #include "ptqkit/tensor.h"
 
 namespace ptqkit {
 
-struct QuantizeOptions {
-  std::string onnx_path;
+// The model, data, calibration and runtime fields (onnx_path, calibration_data_path, ...,
+// calibration_cache) are SharedRunOptions' (ptqkit/run_options.h): the sensitivity scan takes them too.
+struct QuantizeOptions : SharedRunOptions {
   std::string output_path;  // default: <input folder>/<stem>.quant.onnx
   std::string quantize_mode = "int8";
 
   // Calibration data: a path (.npy / .npz / folder), or tensors in memory (name -> samples on
   // axis 0; "" binds to the only input). Neither: seeded synthetic data, with a warning.
-  std::string calibration_data_path;
   std::optional<std::map<std::string, HostTensor>> calibration_tensors;
   int64_t num_synthetic_samples = 32;
-  uint64_t synthetic_seed = 0;
 
   // int8/fp8: max | entropy | percentile | mse (activation ranges); int4: rtn | awq_clip | awq_lite
   // (weight clipping; awq_lite: activation-aware input-channel scaling, 1/s applied by a Mul on
   // the activation). "" = the mode's default, mse for int8/fp8 (ModelOpt: entropy), awq_clip for int4.
   std::string calibration_method;
-  double percentile = 99.999;
-  std::map<std::string, std::vector<int64_t>> calibration_shapes;  // input -> shape; axis 0 = batch
-  int64_t calibration_batch_size = 0;                               // 0: from shapes / model / 1
-  std::map<std::string, int64_t> calibration_batch_axis;  // input -> sample axis (else inferred)
-  std::vector<std::string> calibration_eps = {"cpu"};
-  std::vector<std::string> trt_plugins;
-  int intra_op_num_threads = 0;
 
   std::vector<std::string> op_types_to_quantize;
   std::vector<std::string> op_types_to_exclude;
@@ -122,7 +115,6 @@ struct QuantizeOptions {
   std::function<double(const std::string& model_path)> accuracy_eval;
 
   std::string save_calibration_cache;  // write the CalibrationTable JSON here
-  std::string calibration_cache;       // read it from here instead of calibrating
   // TensorRT's text calibration cache ("TRT-<version>-<calibrator>", then "tensor: <hex scale>"):
   // read activation scales from it (ModelOpt's calibration_cache_path) / write the run's to it.
   std::string calibration_cache_path;

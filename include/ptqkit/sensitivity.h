@@ -14,29 +14,24 @@
 #include <utility>
 #include <vector>
 
+#include "ptqkit/run_options.h"
 #include "ptqkit/tensor.h"
 #include "ptqkit/sensitivity_result.h"
 
 namespace ptqkit {
 
-struct SensitivityOptions {
-  std::string onnx_path;
-  std::string calibration_data_path;                        // none: synthetic data
+// The model, data, calibration and runtime fields (onnx_path, calibration_data_path, ...,
+// calibration_cache: a calibration table from `ptqkit calibrate` or `quantize
+// --save_calibration_cache` to take the ranges from; tensors it lacks stay float in the probes) are
+// SharedRunOptions' (ptqkit/run_options.h), shared with quantize.
+struct SensitivityOptions : SharedRunOptions {
   const std::map<std::string, HostTensor>* calibration_tensors = nullptr;
   int64_t num_calib_samples = 100;                          // synthetic samples (only without data)
-  uint64_t synthetic_seed = 0;
   std::string granularity = "op_type";                      // op_type | node
   std::string metric = "kl_div";                            // kl_div | mse | cos
   std::string target_precision = "int8";                    // int8 | fp8
   std::string calibration_method = "mse";                   // max | entropy | percentile | mse
-  double percentile = 99.999;                               // for calibration_method percentile
   std::vector<std::string> op_types_scope;                  // empty: the default scope
-  std::map<std::string, std::vector<int64_t>> calibration_shapes;
-  int64_t calibration_batch_size = 0;
-  std::map<std::string, int64_t> calibration_batch_axis;  // input -> sample axis (else inferred)
-  std::vector<std::string> calibration_eps = {"cpu"};
-  std::vector<std::string> trt_plugins;
-  int intra_op_num_threads = 0;
   // FP32 activations cached for probe sub-graphs, in MiB; above it every probe runs the whole
   // model on the calibration inputs (slower, same scores). 0: always whole-model probes.
   int64_t activation_cache_limit_mb = 2048;
@@ -46,9 +41,6 @@ struct SensitivityOptions {
   // Stop sampling a target once its ranking is settled (scan/settling.h); the scores file then
   // records each target's samples and interval. Shards settle among their own targets.
   bool stop_when_settled = true;
-  // A calibration table (`ptqkit calibrate`, or `quantize --save_calibration_cache`) to take the
-  // ranges from instead of calibrating; empty: calibrate. Tensors it lacks stay float in the probes.
-  std::string calibration_cache;
   // A [batch, sequence] input that is 0 at padding (--eval_mask_input): the positions it marks are
   // left out of every output shaped [batch, sequence, ...] when probes are scored. "": none.
   std::string mask_input;

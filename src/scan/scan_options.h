@@ -1,8 +1,8 @@
 // The options a sensitivity scan shares with quantize (the model, the data, calibration and the
 // runtime) come from QuantizeOptions in one place: `ptqkit sensitivity` and
 // ptqkit.sensitivity.score() parse them with quantize's option-table entries, and the accuracy
-// budget's ranking scan must probe as its quantize run calibrates. A field added to both structs is
-// copied here, or the scan silently ignores it.
+// budget's ranking scan must probe as its quantize run calibrates. Both structs derive from
+// SharedRunOptions (ptqkit/run_options.h), so a field declared there is copied with the rest.
 #pragma once
 
 #include "ptqkit/quantize.h"
