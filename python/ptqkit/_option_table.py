@@ -125,6 +125,18 @@ def keywords(table: list[dict], leading: list[inspect.Parameter], skip=()) -> li
 SCAN_POSITIONAL = ("granularity", "metric", "target_precision", "calibration_method", "op_types_scope")
 
 
+def take_scan_positional(args: tuple, options: dict) -> None:
+    """Moves the positional arguments after onnx_path and calibration_data into `options` under
+    SCAN_POSITIONAL's names (the one place that order is spelled), refusing what Python would."""
+    if len(args) > len(SCAN_POSITIONAL):
+        raise TypeError(f"score() takes at most {len(SCAN_POSITIONAL) + 2} positional arguments "
+                        f"({len(args) + 2} given)")
+    for name, value in zip(SCAN_POSITIONAL, args):
+        if name in options:
+            raise TypeError(f"score() got multiple values for argument '{name}'")
+        options[name] = value
+
+
 def scan_parameters(known: dict[str, dict]) -> list[inspect.Parameter]:
     """onnx_path, calibration_data and SCAN_POSITIONAL, as sensitivity.score() and
     distributed.score() take them."""

@@ -55,8 +55,7 @@ _RAY_DEFAULTS = {"num_calibration_shards": None, "num_probe_shards": None, "num_
                  "progress": True, "_task_hook": None}
 
 
-def score(onnx_path, calibration_data=None, granularity=None, metric=None, target_precision=None,
-          calibration_method=None, op_types_scope=None, *, num_calibration_shards=None, num_probe_shards=None,
+def score(onnx_path, calibration_data=None, *args, num_calibration_shards=None, num_probe_shards=None,
           num_cpus_per_task: float = 1, num_gpus_per_task: float = 0, max_retries: int = 3,
           transfer: str = "object_store", address=None, progress=True, _task_hook=None, **options) -> dict:
     """ptqkit.sensitivity.score() on a Ray cluster; score()'s arguments (but log_file: the
@@ -81,8 +80,7 @@ def score(onnx_path, calibration_data=None, granularity=None, metric=None, targe
     """
     if transfer not in ("object_store", "path"):
         raise ValueError(f"transfer must be 'object_store' or 'path', not {transfer!r}")
-    options.update(granularity=granularity, metric=metric, target_precision=target_precision,
-                   calibration_method=calibration_method, op_types_scope=op_types_scope)
+    _option_table.take_scan_positional(args, options)  # granularity, metric, ... (ModelOpt's order)
     if options.get("log_level") is None:
         options["log_level"] = "WARNING"  # the workers' logs are captured anyway
     if options.get("calibration_eps") is None:

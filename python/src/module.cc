@@ -25,6 +25,7 @@
 #include "pipeline/report_json.h"
 #include "options/option_docs.h"
 #include "options/option_spec.h"
+#include "options/picker_option_table.h"
 #include "pipeline/quantize_summary.h"
 #include "runtime/prepared_model.h"
 #include "scan/scan_options.h"
@@ -258,6 +259,23 @@ void BindPickerOptions(py::module_& m) {
       .def_readwrite("near_tie_ratio", &PickerOptions::near_tie_ratio)
       .def_readwrite("blocks", &PickerOptions::blocks)
       .def_readwrite("block_agg", &PickerOptions::block_agg);
+  // The picker's option table: Python's keywords and their defaults are made from it.
+  m.def("picker_option_table", [] {
+    py::list rows;
+    const PickerOptions defaults;
+    for (const options::PickerOptionSpec& spec : options::PickerOptionTable()) {
+      py::dict row;
+      row["name"] = spec.name;
+      row["default"] = spec.show(defaults);
+      row["help"] = spec.help;
+      row["choices"] = spec.choices;
+      rows.append(row);
+    }
+    return rows;
+  });
+  m.def("picker_options", [](const std::map<std::string, std::string>& given) {
+    return options::ApplyPickerOptions(given);
+  }, py::arg("given"));
 }
 
 }  // namespace

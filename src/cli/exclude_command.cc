@@ -16,6 +16,7 @@
 #include "base/json_file.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "options/picker_option_table.h"
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
 #include "sensitivity/blocks_file.h"
@@ -28,29 +29,12 @@ namespace {
 
 struct ExcludeArgs {
   std::string scores_path;
-  std::optional<double> coverage;
-  std::optional<double> threshold;
-  std::optional<int> max_nodes;
-  double min_score_floor = 0.0;
-  std::string near_tie_ratio = "0.99";
+  std::map<std::string, std::string> picker;  // the picker options given, as text (options/picker_option_table.h)
   std::string blocks_path;
-  std::string block_agg = "sum";
   std::string format = "list";
   std::string report_path;
   std::string log_level = "INFO";
 };
-
-std::optional<double> ParseNearTieRatio(const std::string& text) {
-  if (text == "none") return std::nullopt;
-  try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  throw Error(
-      fmt::format("--near_tie_ratio: expected a number in (0, 1] or 'none', got '{}'", text));
-}
 
 std::map<std::string, std::string> ReportSettings(const ExcludeArgs& a, const PickerOptions& o) {
   std::map<std::string, std::string> s;
@@ -78,13 +62,7 @@ int RunExclude(const ExcludeArgs& a) {
   files.Output(a.report_path, "--report");
   files.Check();
   const sensitivity::SensitivityResult result = sensitivity::ReadResult(a.scores_path);
-  PickerOptions options;
-  if (a.coverage) options.coverage = *a.coverage;
-  options.threshold = a.threshold;
-  options.max_nodes = a.max_nodes;
-  options.min_score_floor = a.min_score_floor;
-  options.near_tie_ratio = ParseNearTieRatio(a.near_tie_ratio);
-  options.block_agg = a.block_agg;
+  PickerOptions options = options::ApplyPickerOptions(a.picker);
   if (!a.blocks_path.empty()) options.blocks = sensitivity::ReadBlocksFile(a.blocks_path);
 
   const PickResult pick = SuggestExclusion(result.scores, options);
@@ -157,28 +135,22 @@ Command RegisterExclude(CLI::App& app) {
   auto a = std::make_shared<ExcludeArgs>();
   cmd->add_option("--scores", a->scores_path, "Scores file written by `ptqkit sensitivity`")
       ->required();
-  auto* coverage = cmd->add_option(
-      "--coverage", a->coverage,
-      "Exclude the top of the ranking while its cumulative score stays <= this share of the total "
-      "(default 0.90)");
-  auto* threshold =
-      cmd->add_option("--threshold", a->threshold, "Exclude every target scoring above this");
-  coverage->excludes(threshold);
-  threshold->excludes(coverage);
-  cmd->add_option("--max_nodes", a->max_nodes,
-                  "Exclude at most this many targets (groups with --blocks)");
-  cmd->add_option("--min_score_floor", a->min_score_floor, "Never exclude a target scoring <= this")
-      ->capture_default_str();
-  cmd->add_option("--near_tie_ratio", a->near_tie_ratio,
-                  "Warn when the first target left in scores >= this ratio of the last excluded "
-                  "('none' silences)")
-      ->capture_default_str();
+  // The picker's options, from its table; a value is stored as text and applied in RunExclude.
+  const PickerOptions defaults;
+  std::map<std::string, CLI::Option*> added;
+  for (const options::PickerOptionSpec& spec : options::PickerOptionTable()) {
+    CLI::Option* option = cmd->add_option_function<std::string>(
+        "--" + spec.name, [a, name = spec.name](const std::string& v) { a->picker[name] = v; }, spec.help);
+    option->type_name(spec.metavar)->default_str(spec.show(defaults));
+    if (!spec.choices.empty()) option->check(CLI::IsMember(spec.choices));
+    added[spec.name] = option;
+  }
+  for (const options::PickerOptionSpec& spec : options::PickerOptionTable()) {
+    if (!spec.excludes.empty()) added.at(spec.name)->excludes(added.at(spec.excludes));
+  }
   cmd->add_option(
       "--blocks", a->blocks_path,
       "JSON object {group: [regex, ...]}: rank and exclude whole groups (first match wins)");
-  cmd->add_option("--block_agg", a->block_agg, "Group score: sum | max | mean")
-      ->check(CLI::IsMember({"sum", "max", "mean"}))
-      ->capture_default_str();
   cmd->add_option(
          "--format", a->format,
          "list (one name a line, for --nodes_to_exclude_file) | cli (--nodes_to_exclude/--op_types_to_exclude "

@@ -27,8 +27,7 @@ _TABLE = _option_table.specs("sensitivity")
 _BY_NAME = _option_table.by_name(_TABLE)
 
 
-def score(onnx_path, calibration_data=None, granularity=None, metric=None, target_precision=None,
-          calibration_method=None, op_types_scope=None, **options) -> dict:
+def score(onnx_path, calibration_data=None, *args, **options) -> dict:
     """Scores each op type (granularity="op_type") or node ("node") by how much quantizing it
     alone changes the model's outputs (metric kl_div | mse | cos; higher = more sensitive).
 
@@ -49,8 +48,7 @@ def score(onnx_path, calibration_data=None, granularity=None, metric=None, targe
     "onnx_path", "ptqkit_version", and with stop_when_settled (the default) "sampling": {target:
     {"samples", "low", "high", "settled"}}}. Raises ptqkit.Error.
     """
-    options.update(granularity=granularity, metric=metric, target_precision=target_precision,
-                   calibration_method=calibration_method, op_types_scope=op_types_scope)
+    _option_table.take_scan_positional(args, options)  # granularity, metric, ... (ModelOpt's order)
     given = _option_table.given_text("score", _BY_NAME, options)
     given["onnx_path"] = _option_table.as_text(_BY_NAME["onnx_path"], onnx_path)
     data = _calibration.resolve(calibration_data, options.get("calibration_data_path"), onnx_path,
@@ -68,17 +66,7 @@ def _signature() -> inspect.Signature:
 score.__signature__ = _signature()
 
 
-def suggest_exclusion(
-    scores: Mapping,
-    coverage: float = 0.90,
-    threshold: float | None = None,
-    *,
-    blocks=None,
-    block_agg: str = "sum",
-    max_nodes: int | None = None,
-    min_score_floor: float = 0.0,
-    near_tie_ratio: float | None = 0.99,
-) -> list[str]:
+def suggest_exclusion(scores: Mapping, *args, blocks=None, **options) -> list[str]:
     """The targets to keep in high precision, in rank order: pass them to ptqkit.quantize() as
     nodes_to_exclude (node scores) or op_types_to_exclude (op-type scores).
 
@@ -88,19 +76,44 @@ def suggest_exclusion(
     excluded. blocks = {group: [regex, ...]} (first match wins, in the dict's order) ranks whole
     groups scored by block_agg (sum | max | mean) and returns their members. A near tie at the
     cut (first left out >= near_tie_ratio x last excluded) is logged as a warning; None silences.
+    The keywords and their defaults are the picker's option table (`ptqkit exclude` takes the same).
     """
-    o = _ptqkit.PickerOptions()
-    o.coverage = float(coverage)
-    o.threshold = None if threshold is None else float(threshold)
-    o.max_nodes = None if max_nodes is None else int(max_nodes)
-    o.min_score_floor = float(min_score_floor)
-    o.near_tie_ratio = None if near_tie_ratio is None else float(near_tie_ratio)
+    bound = _PICKER_SIGNATURE.bind(scores, *args, blocks=blocks, **options)
+    given = {name: "none" if value is None else str(value)
+             for name, value in bound.arguments.items() if name in _PICKER_NAMES}
+    o = _ptqkit.picker_options(given)
     o.blocks = _blocks(blocks)
-    o.block_agg = block_agg
     pick = _ptqkit.suggest_exclusion(_scores(scores), o)
     for warning in pick["warnings"]:
         logger.warning("%s", warning)
     return pick["excluded"]
+
+
+def _picker_default(text: str):
+    """A picker option's default as Python shows it: None, a number, or a word."""
+    if text == "none":
+        return None
+    try:
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError:
+        return text
+
+
+def _picker_signature() -> inspect.Signature:
+    # coverage and threshold may be positional (ModelOpt's order); the rest are keywords.
+    positional = ("coverage", "threshold")
+    params = [inspect.Parameter("scores", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Mapping)]
+    keywords = [inspect.Parameter("blocks", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    for row in _ptqkit.picker_option_table():
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if row["name"] in positional else inspect.Parameter.KEYWORD_ONLY
+        p = inspect.Parameter(row["name"], kind, default=_picker_default(row["default"]))
+        (params if kind == inspect.Parameter.POSITIONAL_OR_KEYWORD else keywords).append(p)
+    return inspect.Signature(params + keywords, return_annotation=list)
+
+
+_PICKER_SIGNATURE = _picker_signature()
+_PICKER_NAMES = {row["name"] for row in _ptqkit.picker_option_table()}
+suggest_exclusion.__signature__ = _PICKER_SIGNATURE
 
 
 def summarize_exclusion(scores: Mapping, excluded) -> dict:

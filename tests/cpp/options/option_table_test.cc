@@ -2,12 +2,14 @@
 // tables, and values parsed with one set of rules (errors name the option).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "calib/method.h"
 #include "options/option_spec.h"
+#include "options/picker_option_table.h"
 #include "quant/formats.h"
 #include "quant/runtime_forms.h"
 
@@ -72,6 +74,40 @@ TEST(OptionTable, PythonKeywordsApplyLikeFlags) {
   ApplyGivenOptions({{"quantize_mode", {"fp8"}}, {"nodes_to_exclude", {"a", "b"}}}, kQuantize, settings);
   EXPECT_EQ(settings.options.quantize_mode, "fp8");
   EXPECT_EQ(settings.options.nodes_to_exclude, (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace ptqkit::options
+
+namespace ptqkit::options {
+namespace {
+
+TEST(PickerOptionTable, DefaultsAreThePickersOwnAndValuesParseByOneRule) {
+  const PickerOptions defaults;
+  std::map<std::string, std::string> shown;
+  for (const PickerOptionSpec& spec : PickerOptionTable()) shown[spec.name] = spec.show(defaults);
+  EXPECT_EQ(shown.at("coverage"), "0.9");
+  EXPECT_EQ(shown.at("threshold"), "none");
+  EXPECT_EQ(shown.at("near_tie_ratio"), "0.99");
+  EXPECT_EQ(shown.at("block_agg"), "sum");
+  const PickerOptions o = ApplyPickerOptions({{"max_nodes", "3"}, {"near_tie_ratio", "none"}, {"threshold", "0.25"}});
+  EXPECT_EQ(o.max_nodes, 3);
+  EXPECT_FALSE(o.near_tie_ratio.has_value());
+  EXPECT_EQ(o.threshold, 0.25);
+  EXPECT_EQ(o.coverage, defaults.coverage);
+}
+
+TEST(PickerOptionTable, BadValuesAndUnknownNamesAreRefusedByName) {
+  for (const auto& [name, value] : std::map<std::string, std::string>{
+           {"max_nodes", "-1"}, {"coverage", "most"}, {"block_agg", "median"}, {"near_tie_ratio", "high"}}) {
+    try {
+      ApplyPickerOptions({{name, value}});
+      ADD_FAILURE() << name << "=" << value << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name == "block_agg" ? "median" : name), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(ApplyPickerOptions({{"coverge", "0.5"}}), Error);
 }
 
 }  // namespace
