@@ -26,6 +26,7 @@
 #include "options/option_docs.h"
 #include "options/option_spec.h"
 #include "options/picker_option_table.h"
+#include "sensitivity/picker_output.h"
 #include "pipeline/quantize_summary.h"
 #include "runtime/prepared_model.h"
 #include "scan/scan_options.h"
@@ -187,23 +188,9 @@ std::string RunScore(const std::map<std::string, std::vector<std::string>>& give
   return sensitivity::WriteScanOutputs(result, {output_json, report_path, data_label, options.calibration_method});
 }
 
-py::list RankingToList(const PickResult& pick) {
-  py::list ranking;
-  for (size_t i = 0; i < pick.ranking.size(); ++i) {
-    const RankedEntry& e = pick.ranking[i];
-    py::dict d;
-    d["name"] = e.name;
-    d["is_block"] = e.is_block;
-    d["score"] = e.score;
-    d["max_score"] = e.max_score;
-    d["sum_score"] = e.sum_score;
-    d["mean_score"] = e.mean_score;
-    d["members"] = e.members;
-    d["selected"] = i < pick.cut;
-    ranking.append(d);
-  }
-  return ranking;
-}
+// The picker's result and an exclusion's summary as Python values: the JSON documents `ptqkit
+// exclude --format json` is made of (sensitivity/picker_output.h), one form for both.
+py::dict JsonToDict(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 py::dict RunSuggestExclusion(const std::map<std::string, double>& scores, const PickerOptions& options) {
   PickResult pick;
@@ -211,28 +198,15 @@ py::dict RunSuggestExclusion(const std::map<std::string, double>& scores, const 
     py::gil_scoped_release release;
     pick = SuggestExclusion(scores, options);
   }
-  py::dict d;
-  d["excluded"] = pick.excluded;
-  d["cut_rule"] = pick.cut_rule;
-  d["block_mode"] = pick.block_mode;
-  d["ranking"] = RankingToList(pick);
-  d["warnings"] = pick.warnings;
-  return d;
+  return JsonToDict(sensitivity::PickJson(pick));
 }
 
 py::dict RunSummarizeExclusion(const std::map<std::string, double>& scores,
                                const std::vector<std::string>& excluded) {
   const ExclusionSummary s = SummarizeExclusion(scores, excluded);
-  py::dict d;
-  d["coverage_pct"] = s.coverage_pct;
-  d["num_excluded"] = s.num_excluded;
-  d["num_previously_quantized"] = s.num_previously_quantized;
-  d["num_remaining_quantized"] = s.num_remaining_quantized;
-  d["num_non_finite"] = s.num_non_finite;
-  d["excluded_mass"] = s.excluded_mass;
-  d["total_mass"] = s.total_mass;
-  d["warnings"] = s.warnings;
-  return d;
+  nlohmann::json j = sensitivity::SummaryJson(s);
+  j["warnings"] = s.warnings;
+  return JsonToDict(j);
 }
 
 // {input name: rank} of the model's graph inputs, read from the protobuf only (no external data,

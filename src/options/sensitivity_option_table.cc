@@ -3,9 +3,19 @@
 #include <fmt/format.h>
 
 #include "options/option_builders.h"
+#include "quant/formats.h"
 
 namespace ptqkit::options {
 namespace {
+
+std::vector<std::string> ActivationFormatNames() {
+  std::vector<std::string> names;
+  for (const auto name : FormatNamesWhere([](const QuantFormat& f) { return !f.placement.weight_only; })) {
+    names.emplace_back(name);
+  }
+  return names;
+}
+
 
 Spec ScanText(const char* name, std::string SensitivityOptions::*field, const char* help) {
   return Text(name, nullptr, help)
@@ -51,7 +61,7 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
                            "the mean over samples, summed over outputs"));
   t.push_back(ScanText("target_precision", &SensitivityOptions::target_precision,
                        "Sensitivity: the precision each probe quantizes its target to")
-                  .Choices({"int8", "fp8"})
+                  .Choices(ActivationFormatNames())  // the formats calibrated per activation (quant/formats.h)
                   .Details("each probe quantizes its target to `int8` or `fp8` (E4M3FN), everything else FP32"));
   t.push_back(List("op_types_scope", nullptr, "Sensitivity: probe only these op types")
                   .Metavar("T")

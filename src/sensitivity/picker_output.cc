@@ -148,8 +148,7 @@ std::string RenderExcludeArgs(const std::vector<std::string>& excluded,
   return out;
 }
 
-nlohmann::json ExclusionJson(const PickResult& pick, const ExclusionSummary& summary,
-                             const std::string& granularity) {
+nlohmann::json PickJson(const PickResult& pick) {
   nlohmann::json ranking = nlohmann::json::array();
   for (size_t i = 0; i < pick.ranking.size(); ++i) {
     const RankedEntry& e = pick.ranking[i];
@@ -162,22 +161,30 @@ nlohmann::json ExclusionJson(const PickResult& pick, const ExclusionSummary& sum
                        {"members", e.members},
                        {"selected", i < pick.cut}});
   }
-  std::vector<std::string> warnings = pick.warnings;
-  warnings.insert(warnings.end(), summary.warnings.begin(), summary.warnings.end());
   return {{"excluded", pick.excluded},
-          {"granularity", granularity},
           {"cut_rule", pick.cut_rule},
           {"block_agg", pick.block_mode ? nlohmann::json(pick.block_agg) : nlohmann::json()},
           {"ranking", std::move(ranking)},
-          {"summary",
-           {{"coverage_pct", summary.coverage_pct},
-            {"num_excluded", summary.num_excluded},
-            {"num_previously_quantized", summary.num_previously_quantized},
-            {"num_remaining_quantized", summary.num_remaining_quantized},
-            {"num_non_finite", summary.num_non_finite},
-            {"excluded_mass", summary.excluded_mass},
-            {"total_mass", summary.total_mass}}},
-          {"warnings", std::move(warnings)}};
+          {"warnings", pick.warnings}};
+}
+
+nlohmann::json SummaryJson(const ExclusionSummary& summary) {
+  return {{"coverage_pct", summary.coverage_pct},
+          {"num_excluded", summary.num_excluded},
+          {"num_previously_quantized", summary.num_previously_quantized},
+          {"num_remaining_quantized", summary.num_remaining_quantized},
+          {"num_non_finite", summary.num_non_finite},
+          {"excluded_mass", summary.excluded_mass},
+          {"total_mass", summary.total_mass}};
+}
+
+nlohmann::json ExclusionJson(const PickResult& pick, const ExclusionSummary& summary,
+                             const std::string& granularity) {
+  nlohmann::json out = PickJson(pick);
+  out["granularity"] = granularity;
+  out["summary"] = SummaryJson(summary);
+  for (const auto& warning : summary.warnings) out["warnings"].push_back(warning);
+  return out;
 }
 
 }  // namespace ptqkit::sensitivity

@@ -47,6 +47,16 @@ std::string ShellQuote(const std::string& word);
 std::string RenderExcludeArgs(const std::vector<std::string>& excluded,
                               const std::string& granularity);
 
+// The picker's result: {"excluded": [...], "cut_rule": ..., "block_agg": ... (null without blocks),
+// "ranking": [...], "warnings": [...]}; ranking entries carry name, is_block, score, max/sum/mean,
+// members and selected. Python's suggest_exclusion() reads this document.
+nlohmann::json PickJson(const PickResult& pick);
+// What an exclusion covers: coverage_pct, num_excluded, num_previously_quantized,
+// num_remaining_quantized, num_non_finite, excluded_mass, total_mass (the warnings are the caller's).
+nlohmann::json SummaryJson(const ExclusionSummary& summary);
+
+// PickJson with the granularity, SummaryJson under "summary" and both warning lists: `ptqkit
+// exclude --format json`.
 // {"excluded": [...], "cut_rule": ..., "granularity": ..., "summary": {...}, "ranking": [...],
 //  "warnings": [...]}; ranking entries carry name, is_block, score, max/sum/mean, members and
 // selected.
