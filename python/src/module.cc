@@ -22,12 +22,12 @@
 #include "cli/progress_bar.h"
 #include "cli_entry.h"
 #include "runtime/model_inputs.h"
-#include "pipeline/report_json.h"
+#include "report/quantize_json.h"
 #include "options/option_docs.h"
 #include "options/option_spec.h"
 #include "options/picker_option_table.h"
-#include "sensitivity/picker_output.h"
-#include "pipeline/quantize_summary.h"
+#include "report/picker_output.h"
+#include "report/quantize_summary.h"
 #include "runtime/prepared_model.h"
 #include "scan/scan_options.h"
 #include "ptqkit/calibration.h"
@@ -35,7 +35,7 @@
 #include "ptqkit/picker.h"
 #include "ptqkit/quantize.h"
 #include "ptqkit/sensitivity.h"
-#include "sensitivity/scan_outputs.h"
+#include "report/scan_outputs.h"
 #include "sensitivity/scores_file.h"
 
 namespace py = pybind11;
@@ -104,7 +104,7 @@ class LogSettings {
   bool has_file_;
 };
 
-// The report as Python values: the --report_json document (pipeline/report_json.h), one form for
+// The report as Python values: the --report_json document (report/quantize_json.h), one form for
 // both, except that left_in_float is a list of (node, reason) tuples.
 py::dict ReportToDict(const QuantizeReport& r) {
   py::dict d = py::module_::import("json").attr("loads")(QuantizeReportToJson(r).dump());
@@ -189,7 +189,7 @@ std::string RunScore(const std::map<std::string, std::vector<std::string>>& give
 }
 
 // The picker's result and an exclusion's summary as Python values: the JSON documents `ptqkit
-// exclude --format json` is made of (sensitivity/picker_output.h), one form for both.
+// exclude --format json` is made of (report/picker_output.h), one form for both.
 py::dict JsonToDict(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 py::dict RunSuggestExclusion(const std::map<std::string, double>& scores, const PickerOptions& options) {

@@ -20,8 +20,8 @@
 #include "ptqkit/error.h"
 #include "ptqkit/picker.h"
 #include "sensitivity/blocks_file.h"
-#include "sensitivity/picker_output.h"
-#include "sensitivity/report_html.h"
+#include "report/picker_output.h"
+#include "report/sensitivity_html.h"
 #include "sensitivity/scores_file.h"
 
 namespace ptqkit::cli {

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/option_flags.h"
 #include "runtime/prepared_model.h"
-#include "pipeline/quantize_summary.h"
+#include "report/quantize_summary.h"
 #include "ptqkit/quantize.h"
 
 namespace ptqkit::cli {

@@ -4,8 +4,8 @@
 #include "onnx/model_io.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "pipeline/quantize_report_html.h"
-#include "pipeline/report_json.h"
+#include "report/quantize_html.h"
+#include "report/quantize_json.h"
 #include "quant/fp16_conversion.h"
 
 namespace ptqkit {

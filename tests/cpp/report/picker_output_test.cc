@@ -1,4 +1,4 @@
-#include "sensitivity/picker_output.h"
+#include "report/picker_output.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

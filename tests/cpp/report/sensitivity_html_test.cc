@@ -1,4 +1,4 @@
-#include "sensitivity/report_html.h"
+#include "report/sensitivity_html.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "pipeline/quantize_report_html.h"
+#include "report/quantize_html.h"
 
 #include <fmt/format.h>
 

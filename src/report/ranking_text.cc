@@ -1,11 +1,11 @@
-#include "sensitivity/ranking_text.h"
+#include "report/ranking_text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "sensitivity/rank_order.h"
-#include "sensitivity/score_format.h"
+#include "report/score_format.h"
 
 namespace ptqkit::sensitivity {
 

@@ -1,4 +1,4 @@
-#include "pipeline/quantize_summary.h"
+#include "report/quantize_summary.h"
 
 #include <fmt/format.h>
 

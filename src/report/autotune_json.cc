@@ -1,6 +1,6 @@
 // The autotune part of the quantize report as JSON (--report_json's "autotune", Python's
 // report["autotune"]).
-#include "pipeline/report_json.h"
+#include "report/quantize_json.h"
 
 namespace ptqkit {
 namespace {

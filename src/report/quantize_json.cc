@@ -1,4 +1,4 @@
-#include "pipeline/report_json.h"
+#include "report/quantize_json.h"
 
 namespace ptqkit {
 namespace {

@@ -1,4 +1,4 @@
-#include "sensitivity/picker_output.h"
+#include "report/picker_output.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "ptqkit/error.h"
-#include "sensitivity/score_format.h"
+#include "report/score_format.h"
 
 namespace ptqkit::sensitivity {
 namespace {

@@ -1,9 +1,9 @@
-#include "sensitivity/scan_outputs.h"
+#include "report/scan_outputs.h"
 
 #include <map>
 
 #include "base/atomic_file.h"
-#include "sensitivity/report_html.h"
+#include "report/sensitivity_html.h"
 
 namespace ptqkit::sensitivity {
 

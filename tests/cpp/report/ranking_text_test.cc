@@ -1,4 +1,4 @@
-#include "sensitivity/ranking_text.h"
+#include "report/ranking_text.h"
 
 #include <gtest/gtest.h>
 

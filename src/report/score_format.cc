@@ -1,4 +1,4 @@
-#include "sensitivity/score_format.h"
+#include "report/score_format.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "sensitivity/report_html.h"
+#include "report/sensitivity_html.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "base/html.h"
 #include "sensitivity/rank_order.h"
-#include "sensitivity/score_format.h"
+#include "report/score_format.h"
 
 namespace ptqkit::sensitivity {
 namespace {
