@@ -22,7 +22,7 @@
 #include "onnx/model_io.h"
 #include "runtime/activation_capture.h"
 #include "runtime/prepared_model.h"
-#include "quant/placement.h"
+#include "quant/placement/placement.h"
 #include "runtime/session.h"
 
 using namespace ptqkit;

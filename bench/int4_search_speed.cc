@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/blocked_weight_search.h"
+#include "quant/formats/blocked_weight_search.h"
 
 using namespace ptqkit;
 using Clock = std::chrono::steady_clock;

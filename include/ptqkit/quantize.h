@@ -47,26 +47,26 @@ struct QuantizeOptions : SharedRunOptions {
   // The runtime the output is for. "trt" (default): TensorRT's explicit-quantization patterns.
   // "ort_cpu": today the same file as "trt" (kept for scripts of earlier versions, which moved
   // Relu/Clip after FP8 DQs for ONNX Runtime): FP8 Q/DQ without zero points is a form both
-  // runtimes compute as written (quant/formats.h zero_point_free).
+  // runtimes compute as written (quant/formats/formats.h zero_point_free).
   std::string target_runtime = "trt";
   // int8: 7-bit weights (scale = amax/63), for ONNX Runtime's u8s8 kernels on x86 CPUs without
   // VNNI, whose 16-bit pair sums saturate with full-range weights (its quantizer's reduce_range).
   bool reduce_range = false;
   // int8/fp8: subtract from each quantized Conv's bias the shift of its output mean that rounding
-  // its weights causes (measured input-channel means; quant/bias_correction.h). Edits bias values.
+  // its weights causes (measured input-channel means; quant/corrections/bias_correction.h). Edits bias values.
   bool bias_correction = true;
   // int8: SmoothQuant-style migration for MatMuls whose input comes from a Mul by a constant (the
   // end of an exported GELU, a LayerNorm's gamma): input channel j is divided by
   // s_j = amax_j^alpha / wmax_j^(1 - alpha), the MatMul weights' row j multiplied by it, folded into
-  // that constant (quant/activation_smoothing.h). Edits weights. 0 turns it off.
+  // that constant (quant/corrections/activation_smoothing.h). Edits weights. 0 turns it off.
   double smoothquant_alpha = 0.7;
   // int8/fp8: the input of each quantized depthwise Conv is multiplied per channel by a gain that
   // brings every channel to the range of the largest (a Mul before its Q/DQ), and the Conv's weights
-  // divided by it (quant/depthwise_equalization.h). Edits weights, adds a Mul per such Conv.
+  // divided by it (quant/corrections/depthwise_equalization.h). Edits weights, adds a Mul per such Conv.
   bool depthwise_equalization = true;
   // int8/fp8 weight rounding: "nearest" (round to nearest, as every Q/DQ runtime does) or "gptq":
   // each quantized weight's codes chosen to minimise its layer's output error on the calibration
-  // inputs (quant/hessian_rounding.h), on the same scales. Edits weights (and Conv biases).
+  // inputs (quant/corrections/hessian_rounding.h), on the same scales. Edits weights (and Conv biases).
   std::string weight_rounding = "nearest";
 
   // int4 only: blocks of block_size weights along K share a scale (-1: one block per output
@@ -252,7 +252,7 @@ struct QuantizeReport {
   std::map<std::string, int> without_integer_kernel;
   std::map<std::string, std::string> integer_kernel;  // quantized op type -> the kernel the runtime runs it as
   // Conv/Gemm nodes of a float16 output whose bias ONNX Runtime's WeightBiasQuantization rule
-  // (basic level and above) turns into inf (quant/ort_bias_overflow.h); 0 for float32 outputs.
+  // (basic level and above) turns into inf (quant/rewrite/ort_bias_overflow.h); 0 for float32 outputs.
   int ort_fp16_bias_overflows = 0;
   // --canonicalize: what was folded before placement, and the largest absolute difference of any
   // graph output between the model as given and as folded, on `canonical_checked_samples`

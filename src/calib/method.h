@@ -4,7 +4,7 @@
 // |x| histogram, kPercentile takes a high percentile of |x|. See scale_search.h.
 // The calibration-method table (`MethodRows`) lists every --calibration_method with what it
 // chooses: an activation's range (int8/fp8: max, entropy, percentile, mse) or a weight-only format's
-// weights (rtn, awq_clip, awq_lite, computed in quant/blocked_weight_search.h). The option table's
+// weights (rtn, awq_clip, awq_lite, computed in quant/formats/blocked_weight_search.h). The option table's
 // choices, the help text and Quantize() read it.
 // Plain values; thread-safe.
 #pragma once
@@ -42,7 +42,7 @@ inline constexpr std::string_view kDefaultActivationMethod = "mse";
 // The grid an amax is chosen for, in units where amax maps to `qmax`: uniform integer steps
 // (round half to even, saturating at qmax), or, when `nearest` is set, a format's own non-uniform
 // values (`nearest(y)`: the grid value nearest to y >= 0, saturating at qmax). The formats table
-// (quant/formats.h) gives each format's; the default is symmetric INT8's 127 steps. Only kMse
+// (quant/formats/formats.h) gives each format's; the default is symmetric INT8's 127 steps. Only kMse
 // looks at it.
 struct Grid {
   double qmax = 127.0;

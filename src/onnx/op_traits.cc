@@ -30,7 +30,7 @@ constexpr OpTraits ControlFlow(std::string_view op, SubgraphOutputs outputs) {
 }
 
 // One row per op type that any stage treats apart from "some op". Data inputs: what
-// quant/placement.cc may put an activation Q/DQ on. The flag columns keep the lists the stages had
+// quant/placement/placement.cc may put an activation Q/DQ on. The flag columns keep the lists the stages had
 // before this table exactly (graph_patterns' Conv activations, autotune's region tails, the scan's
 // default scope: ONNX Runtime's QDQ quantizer's ops, activations, normalization, fusible reductions).
 const OpTraits kRows[] = {

@@ -2,7 +2,7 @@
 // data, where a weight and a bias sit and how the weight is laid out (Gemm's transB, grouped Conv and
 // ConvTranspose included), and the role the op plays. Placement, canonicalization folds, weight
 // rounding, bias correction, autotune regions and the scan's scope read it instead of comparing op
-// types. Which runtime has an integer kernel for an op is the runtime's row (quant/runtime_forms.h).
+// types. Which runtime has an integer kernel for an op is the runtime's row (quant/placement/runtime_forms.h).
 //
 // Only the default ONNX domain ("" or "ai.onnx") is described; a node of any other domain gets the
 // row of an unknown op (role kOther, every input data, no weight).

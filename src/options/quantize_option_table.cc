@@ -15,8 +15,8 @@
 #include "options/option_builders.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "quant/formats.h"
-#include "quant/runtime_forms.h"
+#include "quant/formats/formats.h"
+#include "quant/placement/runtime_forms.h"
 
 namespace ptqkit::options {
 namespace {

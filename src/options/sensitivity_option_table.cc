@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "options/option_builders.h"
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 
 namespace ptqkit::options {
 namespace {
@@ -61,7 +61,7 @@ void AddSensitivityOptions(std::vector<OptionSpec>& t) {
                            "the mean over samples, summed over outputs"));
   t.push_back(ScanText("target_precision", &SensitivityOptions::target_precision,
                        "Sensitivity: the precision each probe quantizes its target to")
-                  .Choices(ActivationFormatNames())  // the formats calibrated per activation (quant/formats.h)
+                  .Choices(ActivationFormatNames())  // the formats calibrated per activation (quant/formats/formats.h)
                   .Details("each probe quantizes its target to `int8` or `fp8` (E4M3FN), everything else FP32"));
   t.push_back(List("op_types_scope", nullptr, "Sensitivity: probe only these op types")
                   .Metavar("T")

@@ -15,7 +15,7 @@
 #include "pipeline/quantize_run.h"
 #include "pipeline/weight_rounding.h"
 #include "ptqkit/error.h"
-#include "quant/runtime_forms.h"
+#include "quant/placement/runtime_forms.h"
 #include "runtime/activation_capture.h"
 
 namespace ptqkit {

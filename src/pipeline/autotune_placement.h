@@ -14,7 +14,7 @@
 #include "ptqkit/calibration.h"
 #include "calib/calibration_table.h"
 #include "ptqkit/quantize.h"
-#include "quant/model_placement.h"
+#include "quant/rewrite/model_placement.h"
 
 namespace ptqkit {
 

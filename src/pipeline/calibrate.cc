@@ -15,8 +15,8 @@
 #include "scan/probe_eval.h"
 #include "scan/sensitivity_shard.h"
 #include "ptqkit/error.h"
-#include "quant/formats.h"
-#include "quant/model_placement.h"
+#include "quant/formats/formats.h"
+#include "quant/rewrite/model_placement.h"
 
 namespace ptqkit {
 namespace {

@@ -10,9 +10,9 @@
 #include "pipeline/channel_capture.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_output.h"
-#include "quant/activation_smoothing.h"
-#include "quant/depthwise_equalization.h"
-#include "quant/weight_qdq_fold.h"
+#include "quant/corrections/activation_smoothing.h"
+#include "quant/corrections/depthwise_equalization.h"
+#include "quant/rewrite/weight_qdq_fold.h"
 
 namespace ptqkit {
 

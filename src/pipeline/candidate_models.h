@@ -18,10 +18,10 @@
 #include "calib/calibration_table.h"
 #include "calib/method.h"
 #include "ptqkit/quantize.h"
-#include "quant/bias_correction.h"
-#include "quant/formats.h"
-#include "quant/model_placement.h"
-#include "quant/qdq_rewrite.h"
+#include "quant/corrections/bias_correction.h"
+#include "quant/formats/formats.h"
+#include "quant/rewrite/model_placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
 #include "runtime/channel_statistics.h"
 #include "runtime/prepared_model.h"
 
@@ -40,13 +40,13 @@ std::map<std::string, int> ConvInputChannels(const ModelPlacement& plan);
 // Bias correction's input statistics from those per-channel statistics.
 std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::string, ChannelStatistics>& channels);
 
-// Depthwise input equalization (quant/depthwise_equalization.h), from per-channel maxima measured
+// Depthwise input equalization (quant/corrections/depthwise_equalization.h), from per-channel maxima measured
 // on the FP32 model (one more forward pass when the plan has depthwise Convs). Edits `model` (the
 // plan must be made again when it returns > 0); returns the number of equalized Conv inputs.
 int EqualizeDepthwiseConvInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
                                 const RuntimeOptions& runtime);
 
-// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/activation_smoothing.h),
+// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/corrections/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
 // Edits `model`; returns the number of smoothed inputs.
 // Sites the runtime's form needs as they are (RuntimeForm::fuses_exported_gelu) are left alone.

@@ -1,6 +1,6 @@
 // GramCapture: what the weight-only modes measure on the calibration samples, in one streaming
 // pass of ONNX Runtime: the block Gram matrices X^T X (and per-channel |x| sums) of each planned
-// weight's activation input (awq_clip, awq_lite; quant/blocked_weight_search.h BlockGram), and the
+// weight's activation input (awq_clip, awq_lite; quant/formats/blocked_weight_search.h BlockGram), and the
 // absolute maximum of each dynamic-block activation (nvfp4's global scale, --quantize_activations).
 // Memory: K x (block + 1) doubles per activation, whatever the number of samples.
 // Not thread-safe.
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "onnx/graph_index.h"
-#include "quant/blocked_weight_search.h"
-#include "quant/placement.h"
+#include "quant/formats/blocked_weight_search.h"
+#include "quant/placement/placement.h"
 #include "runtime/prepared_model.h"
 #include "runtime/session.h"
 

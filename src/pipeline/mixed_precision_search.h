@@ -1,5 +1,5 @@
 // --mixed_precision int4,int8 --accuracy_budget X: which MatMul/Gemm weights the int4 mode stores
-// as INT8 instead (the Q/DQ writer, quant/qdq_rewrite.h, writes both). When the run's starting point (every
+// as INT8 instead (the Q/DQ writer, quant/rewrite/qdq_rewrite.h, writes both). When the run's starting point (every
 // weight INT4 but those of --int8_nodes) misses the budget, each other weight is ranked by what its
 // INT8 copy alone recovers: one candidate per weight, all else INT4, scored on the held-out
 // samples. The cut through that ranking is then bisected (accuracy/accuracy_budget.h) for the
@@ -15,8 +15,8 @@
 #include "onnx/graph_index.h"
 #include "pipeline/candidate_models.h"
 #include "ptqkit/quantize.h"
-#include "quant/placement.h"
-#include "quant/qdq_rewrite.h"
+#include "quant/placement/placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
 
 namespace ptqkit {
 

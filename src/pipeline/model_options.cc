@@ -5,7 +5,7 @@
 #include "base/log.h"
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 #include "runtime/model_inputs.h"
 #include "pipeline/simplify.h"
 #include "ptqkit/error.h"

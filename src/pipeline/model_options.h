@@ -11,7 +11,7 @@
 
 #include "canon/canonicalize.h"
 
-#include "quant/placement.h"
+#include "quant/placement/placement.h"
 #include "runtime/prepared_model.h"
 #include "ptqkit/quantize.h"
 

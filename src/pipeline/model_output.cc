@@ -6,7 +6,7 @@
 #include "onnx/onnx_library.h"
 #include "report/quantize_html.h"
 #include "report/quantize_json.h"
-#include "quant/fp16_conversion.h"
+#include "quant/rewrite/fp16_conversion.h"
 
 namespace ptqkit {
 

@@ -16,11 +16,11 @@
 #include "pipeline/quantize_run.h"
 #include "ptqkit/calibration.h"
 #include "ptqkit/error.h"
-#include "quant/dynamic_block_activation.h"
-#include "quant/ort_block_containers.h"
-#include "quant/ort_bias_overflow.h"
-#include "quant/runtime_forms.h"
-#include "quant/weight_qdq_fold.h"
+#include "quant/rewrite/dynamic_block_activation.h"
+#include "quant/rewrite/ort_block_containers.h"
+#include "quant/rewrite/ort_bias_overflow.h"
+#include "quant/placement/runtime_forms.h"
+#include "quant/rewrite/weight_qdq_fold.h"
 
 namespace ptqkit {
 namespace fs = std::filesystem;

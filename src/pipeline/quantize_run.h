@@ -25,11 +25,11 @@
 #include "pipeline/loss_measurement.h"
 #include "pipeline/model_options.h"
 #include "ptqkit/quantize.h"
-#include "quant/blocked_weight_search.h"
-#include "quant/formats.h"
-#include "quant/model_placement.h"
-#include "quant/placement.h"
-#include "quant/qdq_rewrite.h"
+#include "quant/formats/blocked_weight_search.h"
+#include "quant/formats/formats.h"
+#include "quant/rewrite/model_placement.h"
+#include "quant/placement/placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
 #include "runtime/prepared_model.h"
 
 namespace ptqkit {

@@ -1,7 +1,7 @@
 // The steps of Quantize() that are particular to the weight-only formats (int4, nvfp4, mxfp8,
 // mxfp4): MatMul/Gemm weights quantized in blocks along K, each format's encoding from its row's
-// block codec (quant/block_codec.h), chosen by the weight-only search (quant/blocked_weight_search.h);
-// the Q/DQ writer is the one int8/fp8 use (quant/qdq_rewrite.h). What differs is what calibration
+// block codec (quant/formats/block_codec.h), chosen by the weight-only search (quant/formats/blocked_weight_search.h);
+// the Q/DQ writer is the one int8/fp8 use (quant/rewrite/qdq_rewrite.h). What differs is what calibration
 // measures (pipeline/gram_capture.h: one streaming pass of ONNX Runtime that folds every planned
 // weight's activation input into its block Gram matrices and per-channel sums of |x|; memory
 // K x (block_size + 1) doubles per activation, whatever the number of samples; it also records the
@@ -20,10 +20,10 @@
 #include "pipeline/mixed_precision_search.h"
 #include "pipeline/quantize_run.h"
 #include "ptqkit/error.h"
-#include "quant/dynamic_block_activation.h"
-#include "quant/ort_block_containers.h"
-#include "quant/runtime_forms.h"
-#include "quant/selectors.h"
+#include "quant/rewrite/dynamic_block_activation.h"
+#include "quant/rewrite/ort_block_containers.h"
+#include "quant/placement/runtime_forms.h"
+#include "quant/placement/selectors.h"
 
 namespace ptqkit {
 namespace {

@@ -11,9 +11,9 @@
 #include "base/log.h"
 #include "onnx/op_traits.h"
 #include "onnx/session_model.h"
-#include "quant/bias_correction.h"
-#include "quant/hessian_rounding.h"
-#include "quant/input_gram.h"
+#include "quant/corrections/bias_correction.h"
+#include "quant/corrections/hessian_rounding.h"
+#include "quant/formats/input_gram.h"
 
 namespace ptqkit {
 namespace {

@@ -1,5 +1,5 @@
 // `--weight_rounding gptq`: every weight the final plan quantizes (Conv, MatMul, Gemm; main graph)
-// is rounded by Hessian-aware rounding (quant/hessian_rounding.h) on the Gram matrices of its
+// is rounded by Hessian-aware rounding (quant/corrections/hessian_rounding.h) on the Gram matrices of its
 // input, collected on the calibration samples in as few extra forward passes as a memory cap on
 // the Gram matrices allows. The weight initializers are overwritten with values the Q/DQ rewrite
 // turns back into the chosen codes; with bias correction on, a Conv's bias also takes away the mean
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "ptqkit/quantize.h"
-#include "quant/model_placement.h"
-#include "quant/qdq_rewrite.h"
+#include "quant/rewrite/model_placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
 #include "runtime/prepared_model.h"
 #include "runtime/session.h"
 

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <iterator>
 
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 
 namespace ptqkit {
 namespace {

@@ -1,7 +1,7 @@
 // ChannelStatistics: per-channel sums and maxima of one activation tensor over every batch seen,
 // what the weight-editing stages need and the per-tensor calibration table does not keep: the mean
-// of each input channel of a quantized Conv (bias correction, quant/bias_correction.h) and the
-// largest |x| per channel of a MatMul input (activation smoothing, quant/activation_smoothing.h).
+// of each input channel of a quantized Conv (bias correction, quant/corrections/bias_correction.h) and the
+// largest |x| per channel of a MatMul input (activation smoothing, quant/corrections/activation_smoothing.h).
 // Folded by the calibration pass itself (runtime/activation_capture.h) or by a pass of its own
 // (pipeline/channel_capture.h).
 #pragma once

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "quant/formats.h"
-#include "quant/weight_qdq_fold.h"
+#include "quant/formats/formats.h"
+#include "quant/rewrite/weight_qdq_fold.h"
 
 namespace ptqkit {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 constexpr int64_t kThreadedAbove = 1 << 20;
 
 // FakeQuantizeWeight(W float, scale float [C] or scalar) -> float like W; attributes axis and
-// element_type. The values are the format's reference numerics (quant/numerics.h), bit-exact with
+// element_type. The values are the format's reference numerics (quant/formats/numerics.h), bit-exact with
 // ONNX Runtime's QuantizeLinear -> DequantizeLinear.
 struct FakeQuantizeWeightKernel {
   FakeQuantizeWeightKernel(const OrtApi*, const OrtKernelInfo* info) {

@@ -1,4 +1,4 @@
-// The operators ptqkit adds to models it runs itself and never writes (quant/weight_qdq_fold.h
+// The operators ptqkit adds to models it runs itself and never writes (quant/rewrite/weight_qdq_fold.h
 // FakeQuantizeWeight): registered on every InferenceSession, implemented on the CPU provider.
 #pragma once
 

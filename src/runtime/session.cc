@@ -189,7 +189,7 @@ InferenceSession::InferenceSession(const onnxio::SessionModel& model, const Runt
       // WeightBiasQuantization (a basic-level rule) turns the float bias of a Conv/Gemm whose input
       // and weight come out of DequantizeLinear into Cast<int32>(Round(bias / (x_scale * w_scale)))
       // computed in the scales' type: in a float16 model that quotient passes 65504 for FP8 scales
-      // (and large INT8 ones), becomes inf and the bias garbage (quant/ort_bias_overflow.h). The
+      // (and large INT8 ones), becomes inf and the bias garbage (quant/rewrite/ort_bias_overflow.h). The
       // graph as written keeps the bias in float, as TensorRT does.
       so.AddConfigEntry("optimization.disable_specified_optimizers", "WeightBiasQuantization");
     }

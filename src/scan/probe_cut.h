@@ -16,7 +16,7 @@
 
 #include "onnx/graph_index.h"
 #include "ptqkit/tensor.h"
-#include "quant/placement.h"
+#include "quant/placement/placement.h"
 
 namespace ptqkit {
 

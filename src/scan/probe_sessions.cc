@@ -7,8 +7,8 @@
 
 #include "base/log.h"
 #include "onnx/session_model.h"
-#include "quant/qdq_rewrite.h"
-#include "quant/weight_qdq_fold.h"
+#include "quant/rewrite/qdq_rewrite.h"
+#include "quant/rewrite/weight_qdq_fold.h"
 #include "scan/probe_merge.h"
 
 namespace ptqkit {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ptqkit/sensitivity_result.h"
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 #include "runtime/session.h"
 #include "scan/probe_eval.h"
 #include "scan/probes.h"

@@ -9,8 +9,8 @@
 
 #include "onnx/graph_index.h"
 #include "ptqkit/sensitivity.h"
-#include "quant/formats.h"
-#include "quant/placement.h"
+#include "quant/formats/formats.h"
+#include "quant/placement/placement.h"
 #include "scan/probe_cut.h"
 
 namespace ptqkit {

@@ -20,7 +20,7 @@
 #include "onnx/onnx_library.h"
 #include "ptqkit/error.h"
 #include "ptqkit/sensitivity.h"
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 #include "runtime/activation_capture.h"
 #include "runtime/prepared_model.h"
 #include "runtime/session.h"

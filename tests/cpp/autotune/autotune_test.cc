@@ -19,7 +19,7 @@
 #include "onnx/graph_builder.h"
 #include "onnx/onnx_library.h"
 #include "ptqkit/error.h"
-#include "quant/model_placement.h"
+#include "quant/rewrite/model_placement.h"
 
 namespace ptqkit::autotune {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "calib/scale_search.h"
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 
 namespace ptqkit::calib {
 namespace {

@@ -10,8 +10,8 @@
 #include "calib/method.h"
 #include "options/option_spec.h"
 #include "options/picker_option_table.h"
-#include "quant/formats.h"
-#include "quant/runtime_forms.h"
+#include "quant/formats/formats.h"
+#include "quant/placement/runtime_forms.h"
 
 namespace ptqkit::options {
 namespace {

@@ -1,6 +1,6 @@
 // FoldWeightQdq on what the quantize pipeline writes: the folded model computes the same bits as
 // the written one in ONNX Runtime, and the loss report's in-place fold never reaches the file.
-#include "quant/weight_qdq_fold.h"
+#include "quant/rewrite/weight_qdq_fold.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Activation smoothing: the scale formula, where it applies, and that the float function is kept.
-#include "quant/activation_smoothing.h"
+#include "quant/corrections/activation_smoothing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Bias correction: the shift formula, the fake-quantized weights it assumes, and the graph edits.
-#include "quant/bias_correction.h"
+#include "quant/corrections/bias_correction.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
-#include "quant/numerics.h"
+#include "quant/formats/numerics.h"
 #include "quant_test_support.h"
 
 namespace ptqkit {

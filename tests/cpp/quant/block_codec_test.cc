@@ -1,6 +1,6 @@
 // The nvfp4/mxfp8 block numerics: E2M1 rounding (ties to even, saturation, NaN), the E4M3 x global
 // block scale of nvfp4 and the power-of-two (E8M0) scale of mxfp8, on hand-picked values.
-#include "quant/block_codec.h"
+#include "quant/formats/block_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "onnx/float16.h"
-#include "quant/formats.h"
-#include "quant/numerics.h"
+#include "quant/formats/formats.h"
+#include "quant/formats/numerics.h"
 
 namespace ptqkit {
 namespace {

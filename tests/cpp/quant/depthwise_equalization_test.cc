@@ -1,5 +1,5 @@
 // Depthwise input equalization: the gains, where it applies, and that the float function is kept.
-#include "quant/depthwise_equalization.h"
+#include "quant/corrections/depthwise_equalization.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "quant/formats.h"
+#include "quant/formats/formats.h"
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

@@ -1,7 +1,7 @@
 // The rules of the low-precision conversion (--high_precision_dtype fp16|bf16), each on a tiny
 // graph: which initializers change type, Casts at the graph boundary, direct_io_types, excluded
 // op types, integer tensors, Q/DQ scales that would underflow, values beyond the fp16 range.
-#include "quant/fp16_conversion.h"
+#include "quant/rewrite/fp16_conversion.h"
 
 #include <gtest/gtest.h>
 

@@ -1,16 +1,16 @@
 // Hessian-aware weight rounding (GPTQ) and the input Gram matrices it reads: what the rewrite will
 // compute from the written values, the error it models against round-to-nearest, and the patches of
 // a Conv against a direct computation.
-#include "quant/hessian_rounding.h"
+#include "quant/corrections/hessian_rounding.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "quant/formats.h"
-#include "quant/input_gram.h"
-#include "quant/numerics.h"
+#include "quant/formats/formats.h"
+#include "quant/formats/input_gram.h"
+#include "quant/formats/numerics.h"
 
 namespace ptqkit {
 namespace {

@@ -10,10 +10,10 @@
 
 #include "onnx/graph_builder.h"
 #include "onnx/graph_index.h"
-#include "quant/blocked_weight_search.h"
-#include "quant/placement.h"
-#include "quant/qdq_rewrite.h"
-#include "quant/numerics.h"
+#include "quant/formats/blocked_weight_search.h"
+#include "quant/placement/placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
+#include "quant/formats/numerics.h"
 #include "quant_test_support.h"
 
 namespace ptqkit {

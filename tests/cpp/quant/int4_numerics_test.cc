@@ -1,6 +1,6 @@
 // The scalar INT4/UINT4 reference: packing order, rounding (ties to even), saturation, blocked
 // layouts and per-block parameters on hand-made blocks.
-#include "quant/int4_numerics.h"
+#include "quant/formats/int4_numerics.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "ptqkit/error.h"
-#include "quant/numerics.h"
+#include "quant/formats/numerics.h"
 
 namespace ptqkit {
 namespace {

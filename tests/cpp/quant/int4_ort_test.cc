@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "onnx/float16.h"
-#include "quant/int4_numerics.h"
+#include "quant/formats/int4_numerics.h"
 
 namespace ptqkit {
 namespace {

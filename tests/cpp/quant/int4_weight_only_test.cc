@@ -1,8 +1,8 @@
 // INT4 weight-only: the block Gram matrices, the AWQ-clip search checked against a brute-force
 // output error on explicit activations, target selection, and the graph rewrite.
-#include "quant/blocked_weight_search.h"
-#include "quant/placement.h"
-#include "quant/qdq_rewrite.h"
+#include "quant/formats/blocked_weight_search.h"
+#include "quant/placement/placement.h"
+#include "quant/rewrite/qdq_rewrite.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 
 #include "onnx/graph_builder.h"
-#include "quant/numerics.h"
+#include "quant/formats/numerics.h"
 #include "ptqkit/error.h"
 #include "quant_test_support.h"
 

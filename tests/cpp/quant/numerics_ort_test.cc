@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/numerics.h"
+#include "quant/formats/numerics.h"
 
 namespace ptqkit {
 namespace {

@@ -1,6 +1,6 @@
 // Scalar cases of quant/numerics, worked out by hand; numerics_ort_test.cc checks the same
 // functions against ONNX Runtime on many more values.
-#include "quant/numerics.h"
+#include "quant/formats/numerics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // CountFp16BiasOverflows does ONNX Runtime's WeightBiasQuantization arithmetic in float16: a bias
 // counts when bias / (x_scale * w_scale) is no finite float16 (above 65504), under the rule's own
 // conditions (a per-tensor input scale, float16 scales and bias).
-#include "quant/ort_bias_overflow.h"
+#include "quant/rewrite/ort_bias_overflow.h"
 
 #include <gtest/gtest.h>
 

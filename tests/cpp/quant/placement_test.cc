@@ -1,5 +1,5 @@
 // One test per placement rule of DESIGN.md, each on a tiny graph built in the test.
-#include "quant/placement.h"
+#include "quant/placement/placement.h"
 
 #include <gtest/gtest.h>
 
@@ -305,7 +305,7 @@ GraphBuilder TwoMatMuls() {
   return b;
 }
 
-// --target_runtime ort_cpu (quant/runtime_forms.h): a ResNet-style block as ONNX Runtime fuses it.
+// --target_runtime ort_cpu (quant/placement/runtime_forms.h): a ResNet-style block as ONNX Runtime fuses it.
 // x -> Conv1 -> Relu -> MaxPool -> Conv2 -> Add(+ pooled) -> Relu -> Conv3 -> Sigmoid -> out
 GraphBuilder ResidualBlock() {
   GraphBuilder b;
