@@ -189,7 +189,8 @@ void Calibrate(QuantizeRun& run) {
 // its users run them, at the default level, and that is what the report must measure.
 void ReferenceOutputs(QuantizeRun& run) {
   run.eval_runtime = Runtime(run.o);
-  run.eval_runtime.basic_optimizations_only = !EffectiveRuntimeForm(run.o.target_runtime, run.format).quantize_op_outputs;
+  const RuntimeForm& form = EffectiveRuntimeForm(run.o.target_runtime, run.format);
+  run.eval_runtime.basic_optimizations_only = !form.quantize_op_outputs;
   if (!run.data || run.split.evaluated.empty()) return;
   const auto start = Clock::now();
   run.range = UseEvaluationSamples(&*run.data, run.split, run.o.eval_mask_input);

@@ -1,6 +1,6 @@
 // QuantizeRun: what one Quantize() call carries from step to step. The steps are listed, in order,
 // in pipeline/quantize.cc; every mode runs the same list. A weight-only format (int4, nvfp4, mxfp8,
-// mxfp4) differs in three steps only:
+// mxfp4) differs in four steps only (and has no GPTQ rounding):
 //  - plan: its MatMul/Gemm weights (the format's weight-only placement profile), not activations;
 //  - calibrate: one pass that folds each planned weight's input into block Gram matrices
 //    (pipeline/gram_capture.h), instead of one that collects activation statistics;
@@ -105,7 +105,8 @@ void RewriteActivations(QuantizeRun& run);
 // Their options (block size, zero points, AWQ search, --quantize_activations ...).
 void CheckWeightOnlyOptions(const QuantizeOptions& o, const QuantFormat& format);
 // The opset and IR version the output needs (blocked DequantizeLinear: 21; the element types: more).
-void WeightOnlyOutputVersion(const QuantizeRun& run, int64_t* min_opset, int64_t* min_ir_version);
+// Decides run.ort_containers, which PlanWeights and the rewrite read.
+void WeightOnlyOutputVersion(QuantizeRun& run, int64_t* min_opset, int64_t* min_ir_version);
 // The MatMul/Gemm weights to quantize, and how they are searched and stored.
 void PlanWeights(QuantizeRun& run);
 // Whether the run reads data: awq_clip/awq_lite's Grams, nvfp4's activation ranges, or a loss report.

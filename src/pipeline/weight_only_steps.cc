@@ -177,9 +177,11 @@ void CheckWeightOnlyOptions(const QuantizeOptions& o, const QuantFormat& format)
   }
 }
 
-void WeightOnlyOutputVersion(const QuantizeRun& run, int64_t* min_opset, int64_t* min_ir_version) {
+void WeightOnlyOutputVersion(QuantizeRun& run, int64_t* min_opset, int64_t* min_ir_version) {
   const BlockCodec& codec = *run.format.block_codec;
-  const bool ort_containers = FindRuntimeForm(run.o.target_runtime).ort_block_containers && codec.ort_cpu_min_opset > 0;
+  // nvfp4/mxfp8/mxfp4 for a runtime that wants ONNX Runtime's containers (decided once, here).
+  run.ort_containers = FindRuntimeForm(run.o.target_runtime).ort_block_containers && codec.ort_cpu_min_opset > 0;
+  const bool ort_containers = run.ort_containers;
   *min_opset = ort_containers ? codec.ort_cpu_min_opset : run.format.min_opset;
   *min_ir_version = ort_containers ? 10 : run.format.min_ir_version;  // IR 10: opset 21
 }
@@ -189,7 +191,6 @@ void WeightOnlyOutputVersion(const QuantizeRun& run, int64_t* min_opset, int64_t
 void PlanWeights(QuantizeRun& run) {
   const QuantizeOptions& o = run.o;
   const BlockCodec& codec = *run.format.block_codec;
-  run.ort_containers = FindRuntimeForm(o.target_runtime).ort_block_containers && codec.ort_cpu_min_opset > 0;
   run.index.emplace(run.prepared.proto.graph());
   const GraphIndex& index = *run.index;
   PlacementOptions options;

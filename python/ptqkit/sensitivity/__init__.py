@@ -112,7 +112,7 @@ def _picker_signature() -> inspect.Signature:
 
 
 _PICKER_SIGNATURE = _picker_signature()
-_PICKER_NAMES = {row["name"] for row in _ptqkit.picker_option_table()}
+_PICKER_NAMES = set(_PICKER_SIGNATURE.parameters) - {"scores", "blocks"}
 suggest_exclusion.__signature__ = _PICKER_SIGNATURE
 
 
