@@ -8,7 +8,9 @@ For each corpus model (scripts/fetch_corpus) the forms are: fp32; ptqkit's defau
 --target_runtime trt); ptqkit's INT8 for ONNX Runtime (`ptqkit_ort`, --target_runtime ort_cpu); ONNX
 Runtime's own quantize_static (QDQ, its defaults) and quantize_dynamic (models with MatMul); NNCF's ONNX
 PTQ (`nncf.quantize`, TRANSFORMER model type for the encoder) when nncf is importable. All quantizers get
-the same calibration inputs (the corpus tests' set, seed 1). `ptqkit_ov` is --target_runtime openvino.
+the same calibration inputs (the corpus tests' set, seed 1). `ptqkit_ov` is --target_runtime openvino. A form
+NAME=RUNTIME OPTIONS is ptqkit with --target_runtime RUNTIME and those options (an A/B of one option, e.g.
+`ort_nosmooth=ort_cpu --smoothquant_alpha 0`).
 
 Per form and runtime (ONNX Runtime CPU at its default level; OpenVINO CPU when `openvino` is importable):
   - latency of one sample (the first held-out input), median over interleaved rounds (every form of the
@@ -47,9 +49,9 @@ INTEGER_KERNELS = {"QLinearConv", "QLinearMatMul", "MatMulIntegerToFloat", "Dyna
 FORMS = ["fp32", "ptqkit_trt", "ptqkit_ort", "ptqkit_ov", "ort_static", "ort_dynamic", "nncf"]
 
 
-def ptqkit_quantize(binary, model, calib, out, runtime):
+def ptqkit_quantize(binary, model, calib, out, runtime, extra=()):
     cmd = [binary, "quantize", "--onnx_path", str(model), "--output_path", str(out), "--calibration_data_path",
-           str(calib), "--target_runtime", runtime, "--log_level", "WARNING"]
+           str(calib), "--target_runtime", runtime, "--log_level", "WARNING", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["?"])[-1])
@@ -160,7 +162,12 @@ def build_forms(args, m, tmp, calib_inputs):
         "ort_dynamic": (lambda out: ort_dynamic(fp32, out)) if has_matmul and m.name == "minilm" else None,
         "nncf": lambda out: nncf_quantize(fp32, calib_inputs, out, m.name == "minilm"),
     }
-    for form in args.forms:
+    for spec in args.forms:
+        if "=" in spec:  # NAME=RUNTIME OPTIONS
+            name, rest = spec.split("=", 1)
+            runtime, *extra = rest.split()
+            makers[name] = (lambda out, r=runtime, e=extra: ptqkit_quantize(args.ptqkit, fp32, calib, out, r, e))
+    for form in (f.split("=", 1)[0] for f in args.forms):
         if form == "fp32" or makers.get(form) is None:
             continue
         out = Path(tmp) / f"{form}.onnx"
@@ -246,7 +253,7 @@ def main():
     p.add_argument("--ptqkit", default=str(REPO / "build" / "ptqkit"))
     p.add_argument("--models", default="efficientnet_lite0,nsfw_resnet50,minilm,ocr_rec,ocr_det,orientation,"
                    "ocr_cls,layout_det")
-    p.add_argument("--forms", default=",".join(FORMS))
+    p.add_argument("--forms", default=",".join(FORMS), help="comma list; NAME=RUNTIME OPTIONS for a ptqkit variant")
     p.add_argument("--rounds", type=int, default=15)
     args = p.parse_args()
     args.forms = args.forms.split(",")

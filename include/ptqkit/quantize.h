@@ -97,8 +97,10 @@ struct QuantizeOptions : SharedRunOptions {
   int64_t eval_samples = 16;
   // An input that marks padding with 0, [batch, sequence] (a token model's attention_mask): the
   // loss report and the accuracy budget leave out the positions of every output shaped
-  // [batch, sequence, ...] where it is 0, as a task metric over real tokens does. "": every
-  // position counts (padded positions then weigh as much as real ones).
+  // [batch, sequence, ...] where it is 0, as a task metric over real tokens does. "": the model's
+  // input `attention_mask` when it has one (integer or bool, rank 2), else none
+  // (accuracy/padding_mask_input.h); "none": every position counts (padded positions then weigh as
+  // much as real ones).
   std::string eval_mask_input;
   std::string report_json;  // write the run's report (loss included) as JSON here
   std::string report_html;  // ... and as a self-contained HTML page (loss table, budget curve)
@@ -232,9 +234,11 @@ struct QuantizeReport {
   std::vector<std::pair<std::string, std::string>> left_in_float;  // (node, reason), graph order
   int qdq_pairs = 0;
   // Weight edits of the int8/fp8 pipeline (bias_correction, smoothquant_alpha): Convs whose bias was
-  // corrected, MatMul inputs smoothed (their weights and a Mul constant rescaled).
+  // corrected, MatMul inputs smoothed (their weights rescaled, and a Mul constant or, of those,
+  // smoothing_muls_inserted by a Mul inserted ahead of the MatMuls).
   int bias_corrected_convs = 0;
   int smoothed_matmul_inputs = 0;
+  int smoothing_muls_inserted = 0;
   int equalized_depthwise_convs = 0;  // depthwise_equalization: inputs scaled per channel
   WeightRoundingReport weight_rounding;
   // Weight-only modes: (MatMul/Gemm node, the format of its weight: int4, int8, nvfp4, mxfp8), graph order.

@@ -42,7 +42,8 @@ struct SensitivityOptions : SharedRunOptions {
   // records each target's samples and interval. Shards settle among their own targets.
   bool stop_when_settled = true;
   // A [batch, sequence] input that is 0 at padding (--eval_mask_input): the positions it marks are
-  // left out of every output shaped [batch, sequence, ...] when probes are scored. "": none.
+  // left out of every output shaped [batch, sequence, ...] when probes are scored. "": the model's
+  // input `attention_mask` when it has one; "none": none.
   std::string mask_input;
   // Score only targets i with i % shard_count == shard_index (see ScoreSensitivityShard in
   // scan/sensitivity_shard.h); ScoreSensitivity() requires shard_count == 1.

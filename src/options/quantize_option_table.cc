@@ -236,8 +236,8 @@ std::vector<OptionSpec> BuildTable() {
                   .Choices({"nearest", "gptq"})
                   .Details(R"(int8/fp8: `nearest` rounds every weight to the nearest grid value, as a Q/DQ runtime does with float weights. `gptq` (GPTQ, Frantar et al. 2022) chooses each quantized Conv/MatMul/Gemm weight's codes, on the same per-channel scales, to minimise its layer's output error on the calibration samples: one more forward pass collects the Gram matrix XᵀX of each weight's input (Conv: of its receptive fields, padding included; memory independent of the sample count, passes split at 1 GiB of Gram matrices), then input columns are rounded in order of decreasing activation energy and each rounding error is pushed onto the columns not yet rounded. A weight keeps round-to-nearest when that models a smaller error. The output is standard Q/DQ: the weight initializers hold values the rewrite quantizes back to the chosen codes (**edits weights**; with bias correction on, Conv biases also absorb the mean shift, so a Conv's rounding minimises the error around its input's mean: XᵀX centred). Cost: rows·K² per weight plus K³ per distinct input; the summary gives the time and the modelled error against round-to-nearest. AIMET's AdaRound learns the same codes by gradient descent, which a CPU cannot afford per layer; `gptq` needs no learning rate, iterations or seed)"));
   t.push_back(Real("smoothquant_alpha", &QuantizeOptions::smoothquant_alpha,
-                   "int8: SmoothQuant migration strength for MatMuls fed by a Mul by a constant (0 = off)")
-                  .Metavar("A").Details(R"(int8: SmoothQuant-style migration of activation outliers into the weights for MatMuls whose input is a Mul by a constant (an exported GELU's `* 0.5`, a LayerNorm's `* gamma` read only by MatMuls): channel j of the input is divided by `amax_j^A / wmax_j^(1-A)`, folded into that constant, and row j of the weights multiplied by it (**edits weights**; float outputs unchanged). `0` = off; skipped with `--save_calibration_cache`/`--calibration_cache`)"));
+                   "int8: SmoothQuant migration strength for the inputs of quantized MatMuls (0 = off)")
+                  .Metavar("A").Details(R"(int8: SmoothQuant-style migration of activation outliers into the weights of the quantized MatMuls with a constant weight: channel j of their input is divided by `amax_j^A / wmax_j^(1-A)` and row j of the weights multiplied by it (**edits weights**; float outputs unchanged). The division is folded into the constant of a Mul producing the input when only such MatMuls read it (an exported GELU's `* 0.5`, a pre-LN `* gamma`; not a GELU ONNX Runtime or OpenVINO fuse, for `ort_cpu*`/`openvino`); elsewhere a per-channel Mul is inserted ahead of the MatMuls, only where the input has outlier channels (largest channel range >= 4x the median one). `0` = off; skipped with `--save_calibration_cache`/`--calibration_cache`)"));
 
   // ---- int4
   t.push_back(Text("block_size", nullptr, "int4: weights per scale along K (-1: one block per output channel)")
@@ -308,14 +308,17 @@ std::vector<OptionSpec> BuildTable() {
                   .Metavar("N").Int(0, 9, &QuantizeOptions::eval_samples).Commands(kBoth).Details(R"(the loss report: N calibration samples (at most a quarter of them; none held out below 4 samples, then the report is in-sample), spread evenly through the file, are held out of calibration, split by sample so the batch size changes nothing; the report lists them (`sample_indices`); 0 = no report. See "What quantization cost")"));
   t.push_back(Text("eval_mask_input", &QuantizeOptions::eval_mask_input,
                    "Loss report, budget and sensitivity scores: leave out the positions where this [batch, "
-                   "sequence] input is 0 (e.g. attention_mask)")
-                  .Metavar("NAME").PythonNone().Commands(kQuantize | kSensitivity).DefaultDoc("none: every position counts")
+                   "sequence] input is 0 (e.g. attention_mask); `none`: every position counts")
+                  .Metavar("NAME").PythonNone().Commands(kQuantize | kSensitivity)
+                  .DefaultDoc("the model's input `attention_mask` when it has one ([batch, sequence], integer or bool), "
+                              "else none")
                   .Details("an input marking padding with 0, shaped [batch, sequence] (a token model's "
                            "`attention_mask`): the loss report, the accuracy budget and `ptqkit sensitivity`'s "
                            "probes compare outputs shaped "
                            "[batch, sequence, ...] only at the positions where it is not 0, as a task metric over "
                            "real tokens does; without it padded positions weigh as much as real ones, and their "
-                           "noise can make a good model look lost. Any other output is compared whole."));
+                           "noise can make a good model look lost. Any other output is compared whole. A model "
+                           "input named `attention_mask` is used unless this names another or `none`."));
   t.push_back(Real("accuracy_budget", &QuantizeOptions::accuracy_budget,
                    "Keep in float the fewest nodes (ranked by a node sensitivity scan) such that the divergence from "
                    "FP32 on the held-out samples is at most this (see --accuracy_budget_metric); with "

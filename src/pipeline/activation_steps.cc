@@ -51,7 +51,8 @@ void EditBeforeCalibration(QuantizeRun& run) {
   if (run.format.name == "int8" && o.smoothquant_alpha > 0) {
     const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, run.format);
     run.report.smoothed_matmul_inputs = SmoothMatMulInputs(&model, *run.plan, *run.data, form, Runtime(o),
-                                                           o.smoothquant_alpha);
+                                                           o.smoothquant_alpha, &run.report.smoothing_muls_inserted);
+    if (run.report.smoothing_muls_inserted > 0) run.plan = std::make_unique<ModelPlacement>(&model, PlacementFor(o));
   }
 }
 

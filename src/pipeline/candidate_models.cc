@@ -39,7 +39,8 @@ std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::st
 }
 
 int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha) {
+                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha, int* inserted) {
+  *inserted = 0;
   const ScopePlacement& main = plan.scopes().front();
   const std::vector<SmoothingSite> sites = FindSmoothingSites(*main.index, main.plan, form.fuses_exported_gelu);
   if (sites.empty()) return 0;
@@ -50,8 +51,9 @@ int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, cons
                                                          runtime)) {
     amax[t] = stats.absmax;
   }
-  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha);
-  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s)", alpha, n);
+  const int n = SmoothActivations(main.scope.graph, *main.index, sites, amax, alpha, inserted);
+  log::Info("smoothquant (alpha {}): smoothed the input of {} MatMul group(s), {} by an inserted Mul", alpha, n,
+            *inserted);
   return n;
 }
 

@@ -46,12 +46,13 @@ std::map<std::string, ConvInputStatistics> ConvInputMeans(const std::map<std::st
 int EqualizeDepthwiseConvInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
                                 const RuntimeOptions& runtime);
 
-// SmoothQuant-style smoothing of the MatMul inputs it can fold (quant/corrections/activation_smoothing.h),
+// SmoothQuant-style smoothing of the quantized MatMuls' inputs (quant/corrections/activation_smoothing.h),
 // from per-channel maxima measured on the FP32 model (one more forward pass when there are sites).
-// Edits `model`; returns the number of smoothed inputs.
-// Sites the runtime's form needs as they are (RuntimeForm::fuses_exported_gelu) are left alone.
+// Edits `model`; returns the number of smoothed inputs, `*inserted` how many of them by an inserted
+// Mul (the plan must be made again when it is > 0). Constants the runtime's form needs as they are
+// (RuntimeForm::fuses_exported_gelu) are not edited.
 int SmoothMatMulInputs(onnx::ModelProto* model, const ModelPlacement& plan, const CalibrationData& data,
-                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha);
+                       const RuntimeForm& form, const RuntimeOptions& runtime, double alpha, int* inserted);
 
 struct CandidateRecipe {
   const QuantizeOptions* options = nullptr;

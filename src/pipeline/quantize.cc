@@ -21,6 +21,7 @@
 #include "quant/rewrite/ort_bias_overflow.h"
 #include "quant/placement/runtime_forms.h"
 #include "quant/rewrite/weight_qdq_fold.h"
+#include "accuracy/padding_mask_input.h"
 
 namespace ptqkit {
 namespace fs = std::filesystem;
@@ -193,7 +194,8 @@ void ReferenceOutputs(QuantizeRun& run) {
   run.eval_runtime.basic_optimizations_only = !form.quantize_op_outputs;
   if (!run.data || run.split.evaluated.empty()) return;
   const auto start = Clock::now();
-  run.range = UseEvaluationSamples(&*run.data, run.split, run.o.eval_mask_input);
+  run.range = UseEvaluationSamples(&*run.data, run.split,
+                                   accuracy::PaddingMaskInput(run.prepared.proto.graph(), run.o.eval_mask_input));
   run.reference = accuracy::RunOutputs(run.prepared.proto, run.data->set, run.range, Runtime(run.o));
   run.reference_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }

@@ -80,6 +80,7 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
                        {"without_integer_kernel", r.without_integer_kernel}};
   j["bias_corrected_convs"] = r.bias_corrected_convs;
   j["smoothed_matmul_inputs"] = r.smoothed_matmul_inputs;
+  j["smoothing_muls_inserted"] = r.smoothing_muls_inserted;
   j["equalized_depthwise_convs"] = r.equalized_depthwise_convs;
   j["ort_fp16_bias_overflows"] = r.ort_fp16_bias_overflows;
   {

@@ -160,10 +160,11 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
   }
   if (r.bias_corrected_convs > 0 || r.smoothed_matmul_inputs > 0 || r.equalized_depthwise_convs > 0) {
     fmt::format_to(it,
-                   "weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed, {} depthwise Conv input(s) "
-                   "equalized (--bias_correction false, --smoothquant_alpha 0, --depthwise_equalization false turn "
-                   "them off)\n",
-                   r.bias_corrected_convs, r.smoothed_matmul_inputs, r.equalized_depthwise_convs);
+                   "weights edited: {} Conv bias(es) corrected, {} MatMul input(s) smoothed ({} by an inserted Mul), {} "
+                   "depthwise Conv input(s) equalized (--bias_correction false, --smoothquant_alpha 0, "
+                   "--depthwise_equalization false turn them off)\n",
+                   r.bias_corrected_convs, r.smoothed_matmul_inputs, r.smoothing_muls_inserted,
+                   r.equalized_depthwise_convs);
   }
   if (r.weight_rounding.method != "nearest") {
     const WeightRoundingReport& w = r.weight_rounding;

@@ -30,6 +30,7 @@
 #include "scan/sensitivity_shard.h"
 #include "scan/scan_plan.h"
 #include "sensitivity/metrics.h"
+#include "accuracy/padding_mask_input.h"
 
 namespace ptqkit {
 namespace {
@@ -247,7 +248,8 @@ ScanOutcome Scan(const SensitivityOptions& o, bool as_part, const PreparedModel*
 
   const auto plan_start = Clock::now();
   const EvalBatches eval = ChooseEvalBatches(*in.prepared, *in.data, num_samples);
-  const ReferenceSource source{&model, &in.data->set, in.runtime, o.mask_input};
+  const ReferenceSource source{&model, &in.data->set, in.runtime,
+                               accuracy::PaddingMaskInput(model.graph(), o.mask_input)};
   const ScanPlan plan = PlanScan(o, source, index, eval, &probes);
   const double plan_s = Since(plan_start);
 

@@ -59,9 +59,10 @@ THRESHOLDS = {
     # bias): default int8 0.977/0.977 (KL 0.016 -> 0.005), fp8 0.781 (basic). Issue 9's target: >= 0.95.
     "efficientnet_lite0": {"int8": {"top1_agree": ("min", 0.95)}, "fp8": {"top1_agree": ("min", 0.72)}},
     # MiniLM int8 max cos 0.9826 nn 0.875 on 12c6fba (both levels); fp8 cos 0.9976 nn 0.984. Since the
-    # smoothing of the GELU outputs (--smoothquant_alpha 0.7) the default (mse) keeps cos 0.991 (max 0.9915).
-    # Issue 9's target: cos >= 0.99.
-    "minilm": {"int8": {"mean_cos": ("min", 0.99), "nn_agree": ("min", 0.90)},
+    # smoothing of the GELU outputs (--smoothquant_alpha 0.7) the default (mse) keeps cos 0.991 (max 0.9915);
+    # since every outlier MatMul input is smoothed (inserted Muls, issue 41) 0.9963 (256 held-out sentences,
+    # nn 0.97). Issue 41's target: cos >= 0.995.
+    "minilm": {"int8": {"mean_cos": ("min", 0.995), "nn_agree": ("min", 0.93)},
                "fp8": {"mean_cos": ("min", 0.99), "nn_agree": ("min", 0.93)}},
     # VAD (network inside If branches, quantized there since issue 8), mse, ORT basic: int8 speech
     # probability mean abs diff 0.029 (max 0.25 on one chunk), fp8 0.005 (max 0.057). The int8 loss

@@ -140,8 +140,8 @@ def test_eval_mask_input_leaves_padded_positions_out(cli, tmp_path):
     models.make_padded_token_model(model)
     x, mask = models.padded_token_data(data)
 
-    def reported(*extra):
-        out, rep = tmp_path / f"q{len(extra)}.onnx", tmp_path / f"r{len(extra)}.json"
+    def reported(tag, *extra):
+        out, rep = tmp_path / f"q_{tag}.onnx", tmp_path / f"r_{tag}.json"
         r = cli.quantize(model, out, "--calibration_data_path", data, "--report_json", rep, *extra)
         return out, json.loads(rep.read_text())["loss"], r.stdout
 
@@ -159,10 +159,15 @@ def test_eval_mask_input_leaves_padded_positions_out(cli, tmp_path):
             ref, got = ref * keep, got * keep
         return _cosines(ref, got)
 
-    out_all, loss_all, _ = reported()
-    out_masked, loss_masked, stdout = reported("--eval_mask_input", "attention_mask")
+    out_all, loss_all, _ = reported("all", "--eval_mask_input", "none")
+    out_masked, loss_masked, stdout = reported("named", "--eval_mask_input", "attention_mask")
+    _, loss_default, default_stdout = reported("default")  # an input named attention_mask is the default
     assert loss_masked["mask_input"] == "attention_mask" and loss_all["mask_input"] == ""
     assert "positions where 'attention_mask' is 0 left out" in stdout
+    assert "positions where 'attention_mask' is 0 left out" in default_stdout
+    def timeless(loss):
+        return {k: v for k, v in loss.items() if k != "seconds"}
+    assert timeless(loss_default) == timeless(loss_masked)
     assert out_all.read_bytes() == out_masked.read_bytes()  # the report changes, the model does not
     assert loss_masked["sample_indices"] == loss_all["sample_indices"]
     cos_all = recomputed(out_all, loss_all["sample_indices"], masked=False)

@@ -586,7 +586,8 @@ def test_output_json_never_replaces_a_non_regular_file(cli, outlier_mlp, outlier
 
 def test_eval_mask_input_scores_real_positions_only(cli, tmp_path):
     # Two data sets that differ only at padded positions, scanned with the same ranges (one
-    # calibration table): with the padding mask the scores are identical, without it they are not.
+    # calibration table): with the padding mask (by name, or by default: the input is named
+    # attention_mask) the scores are identical, without it ("none") they are not.
     import models
 
     model, a, b = tmp_path / "tokens.onnx", tmp_path / "a.npz", tmp_path / "b.npz"
@@ -604,8 +605,8 @@ def test_eval_mask_input_scores_real_positions_only(cli, tmp_path):
         return json.loads(out.read_text())["scores"]
 
     masked_a, masked_b = (scores(d, "--eval_mask_input", "attention_mask") for d in (a, b))
-    plain_a, plain_b = scores(a), scores(b)
-    assert masked_a and masked_a == masked_b
+    plain_a, plain_b = (scores(d, "--eval_mask_input", "none") for d in (a, b))
+    assert masked_a and masked_a == masked_b == scores(b)
     assert plain_a != plain_b
     r = cli.run("sensitivity", "--onnx_path", model, "--calibration_data_path", a, "--output_json",
                 tmp_path / "x.json", "--eval_mask_input", "nope")

@@ -136,6 +136,45 @@ def test_smoothing_folds_into_the_mul_constant_and_brings_outputs_closer(cli, ge
     assert err_on < 0.7 * err_off, (err_on, err_off)
 
 
+@pytest.fixture(scope="module")
+def residual_mlp(tmp_path_factory):
+    """x -> MatMul -> h (a few channels ~30x the others) -> MatMul -> z; Add(z, h) -> Relu -> y: h also
+    feeds the residual Add, as a post-LN transformer's LayerNorm output does."""
+    d = tmp_path_factory.mktemp("residual_mlp")
+    rng = np.random.default_rng(9)
+    gain = np.ones(64, np.float32)
+    gain[[5, 33]] = 30.0
+    inits = [numpy_helper.from_array((rng.normal(0, 0.1, (32, 64)) * gain).astype(np.float32), "w0"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (64, 64)).astype(np.float32), "w1")]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"], name="mm0"),
+             helper.make_node("MatMul", ["h", "w1"], ["z"], name="mm1"),
+             helper.make_node("Add", ["z", "h"], ["r"], name="residual"),
+             helper.make_node("Relu", ["r"], ["y"], name="relu")]
+    _save(nodes, inits, ["N", 32], ["N", 64], d / "m.onnx")
+    np.save(d / "calib.npy", rng.normal(0, 1, (64, 32)).astype(np.float32))
+    return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (512, 32)).astype(np.float32)
+
+
+def test_smoothing_inserts_a_mul_where_the_input_has_other_readers(cli, residual_mlp, tmp_path):
+    model, calib, x = residual_mlp
+    on, off = tmp_path / "on.onnx", tmp_path / "off.onnx"
+    for out, alpha in ((on, "0.8"), (off, "0")):
+        cli.quantize(model, out, "--calibration_data_path", calib, "--calibration_method", "max",
+                     "--smoothquant_alpha", alpha, "--eval_samples", "0")
+    g = onnx.load(str(on)).graph
+    muls = [n for n in g.node if n.op_type == "Mul"]
+    assert len(muls) == 1 and muls[0].input[0] == "h"
+    residual = next(n for n in g.node if n.name == "residual")
+    assert "h" in residual.input  # the residual Add keeps the unscaled tensor
+    inverse = _inits(on)[muls[0].input[1]]
+    assert inverse.shape == (64,) and inverse[[5, 33]].max() < 0.5 * np.median(inverse)
+    assert not [n for n in onnx.load(str(off)).graph.node if n.op_type == "Mul"]
+    ref = _run(model, x)
+    err_on = np.abs(_run(on, x) - ref).mean()
+    err_off = np.abs(_run(off, x) - ref).mean()
+    assert err_on < 0.7 * err_off, (err_on, err_off)
+
+
 def test_smoothquant_alpha_out_of_range_is_refused(cli, gelu_mlp, tmp_path):
     model, calib, _ = gelu_mlp
     r = cli.run("quantize", "--onnx_path", model, "--output_path", tmp_path / "q.onnx",

@@ -9,6 +9,7 @@
 
 #include "accuracy/accuracy_budget.h"
 #include "accuracy/output_agreement.h"
+#include "accuracy/padding_mask_input.h"
 
 namespace ptqkit::accuracy {
 namespace {
@@ -111,6 +112,30 @@ TEST(CompareOutputs, ShapeMismatchIsAnError) {
   ref.values = {{Floats({1, 2}, {1, 2})}};
   q.values = {{Floats({1, 3}, {1, 2, 3})}};
   EXPECT_THROW(CompareOutputs({"y"}, ref, q), std::exception);
+}
+
+// A graph with one input `name` of `type` and `rank`.
+onnx::GraphProto GraphWithInput(const std::string& name, int32_t type, int rank) {
+  onnx::GraphProto g;
+  auto* t = g.add_input()->mutable_type()->mutable_tensor_type();
+  g.mutable_input(0)->set_name(name);
+  t->set_elem_type(type);
+  for (int i = 0; i < rank; ++i) t->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(i));
+  return g;
+}
+
+TEST(PaddingMaskInput, AnAttentionMaskInputIsTheDefault) {
+  const onnx::GraphProto g = GraphWithInput("attention_mask", onnx::TensorProto::INT64, 2);
+  EXPECT_EQ(PaddingMaskInput(g, ""), "attention_mask");
+  EXPECT_EQ(PaddingMaskInput(g, "none"), "");
+  EXPECT_EQ(PaddingMaskInput(g, "other_mask"), "other_mask");
+}
+
+TEST(PaddingMaskInput, NoDefaultForAnotherNameTypeOrRank) {
+  EXPECT_EQ(PaddingMaskInput(GraphWithInput("mask", onnx::TensorProto::INT64, 2), ""), "");
+  EXPECT_EQ(PaddingMaskInput(GraphWithInput("attention_mask", onnx::TensorProto::FLOAT, 2), ""), "");
+  EXPECT_EQ(PaddingMaskInput(GraphWithInput("attention_mask", onnx::TensorProto::INT64, 4), ""), "");
+  EXPECT_EQ(PaddingMaskInput(GraphWithInput("attention_mask", onnx::TensorProto::BOOL, 2), ""), "attention_mask");
 }
 
 }  // namespace

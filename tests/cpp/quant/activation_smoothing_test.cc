@@ -22,6 +22,14 @@ TEST(ActivationSmoothing, ScalesFollowTheSmoothQuantFormula) {
   EXPECT_FLOAT_EQ(full[0], 4.0f);  // alpha 1: the activation's range moves into the weight entirely
 }
 
+std::vector<SmoothingSite> SitesOf(const GraphIndex& index, const Placement& plan, const std::string& tensor) {
+  std::vector<SmoothingSite> sites;
+  for (auto& s : FindSmoothingSites(index, plan)) {
+    if (s.tensor == tensor) sites.push_back(s);
+  }
+  return sites;
+}
+
 // x [2,8,64] -> MatMul(w0 64x64) -> h -> Mul(h, half) -> g -> MatMul(g, w1 64x32) -> y
 GraphBuilder GeluTail(bool extra_reader) {
   GraphBuilder b;
@@ -39,9 +47,9 @@ TEST(ActivationSmoothing, FoldsIntoTheMulConstantAndKeepsTheProduct) {
   const std::vector<float> w1 = TensorToFloats(*Init(m, "w1"));
   GraphIndex index(m.graph());
   const Placement plan = PlanPlacement(index, {});
-  const auto sites = FindSmoothingSites(index, plan);
+  const auto sites = SitesOf(index, plan, "g");
   ASSERT_EQ(sites.size(), 1u);
-  EXPECT_EQ(sites[0].tensor, "g");
+  EXPECT_EQ(sites[0].mul, 1);  // folded into the Mul's constant
   std::vector<float> amax(64);
   for (int j = 0; j < 64; ++j) amax[j] = j == 7 ? 40.0f : 0.5f + 0.01f * j;  // one outlier channel
   ASSERT_EQ(SmoothActivations(m.mutable_graph(), index, sites, {{"g", amax}}, 0.8), 1);
@@ -63,19 +71,70 @@ TEST(ActivationSmoothing, FoldsIntoTheMulConstantAndKeepsTheProduct) {
   EXPECT_LT(scaled[7] / half, scaled[0] / half);
 }
 
-TEST(ActivationSmoothing, NoSiteWhenSomethingElseReadsTheTensorOrNoMeasurement) {
+TEST(ActivationSmoothing, InsertsAMulWhenSomethingElseReadsTheTensor) {
+  onnx::ModelProto m = GeluTail(true).Build();
+  const std::vector<float> w1 = TensorToFloats(*Init(m, "w1"));
+  GraphIndex index(m.graph());
+  const auto sites = SitesOf(index, PlanPlacement(index, {}), "g");
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].mul, -1);
+  EXPECT_EQ(sites[0].matmuls, std::vector<int>{2});
+  std::vector<float> amax(64);
+  for (int j = 0; j < 64; ++j) amax[j] = j == 3 ? 25.0f : 1.0f;
+  int inserted = 0;
+  ASSERT_EQ(SmoothActivations(m.mutable_graph(), index, sites, {{"g", amax}}, 0.7, &inserted), 1);
+  EXPECT_EQ(inserted, 1);
+  // MatMul(w0), Mul(half), the inserted Mul, MatMul(w1), Relu, Relu: the new Mul right before the
+  // MatMul it feeds; the other reader keeps g.
+  ASSERT_EQ(m.graph().node_size(), 6);
+  const onnx::NodeProto& smoothing = m.graph().node(2);
+  EXPECT_EQ(smoothing.op_type(), "Mul");
+  EXPECT_EQ(smoothing.input(0), "g");
+  EXPECT_EQ(m.graph().node(3).input(0), smoothing.output(0));
+  EXPECT_EQ(m.graph().node(5).input(0), "g");
+  EXPECT_EQ(m.graph().node(1).input(1), "half");  // the GELU constant is not edited
+  const std::vector<float> inverse = TensorToFloats(*Init(m, smoothing.input(1)));
+  const std::vector<float> w1s = TensorToFloats(*Init(m, "w1"));
+  ASSERT_EQ(inverse.size(), 64u);
+  for (int j = 0; j < 64; ++j) {
+    for (int n = 0; n < 32; ++n) {  // (g_j / s_j) * (s_j * W_jn) = g_j * W_jn
+      EXPECT_NEAR(inverse[j] * w1s[j * 32 + n], w1[j * 32 + n], 1e-6) << j << "," << n;
+    }
+  }
+  EXPECT_LT(inverse[3], inverse[0]);  // the outlier channel is divided the most
+}
+
+TEST(ActivationSmoothing, NoMulIsInsertedWithoutOutlierChannels) {
   onnx::ModelProto m = GeluTail(true).Build();
   GraphIndex index(m.graph());
-  EXPECT_TRUE(FindSmoothingSites(index, PlanPlacement(index, {})).empty());
+  const auto sites = SitesOf(index, PlanPlacement(index, {}), "g");
+  std::vector<float> amax(64);
+  for (int j = 0; j < 64; ++j) amax[j] = 1.0f + 0.04f * j;  // largest / median = 3.5 / 2.3
+  const auto before = m.SerializeAsString();
+  int inserted = -1;
+  EXPECT_EQ(SmoothActivations(m.mutable_graph(), index, sites, {{"g", amax}}, 0.7, &inserted), 0);
+  EXPECT_EQ(inserted, 0);
+  EXPECT_EQ(m.SerializeAsString(), before);
+}
 
+TEST(ActivationSmoothing, NothingChangesWithoutAMeasurement) {
   onnx::ModelProto n = GeluTail(false).Build();
   GraphIndex nindex(n.graph());
   const auto sites = FindSmoothingSites(nindex, PlanPlacement(nindex, {}));
-  ASSERT_EQ(sites.size(), 1u);
+  ASSERT_EQ(sites.size(), 2u);  // x (a graph input: inserted) and g (folded)
   const auto before = n.SerializeAsString();
   EXPECT_EQ(SmoothActivations(n.mutable_graph(), nindex, sites, {}, 0.8), 0);
   EXPECT_EQ(SmoothActivations(n.mutable_graph(), nindex, sites, {{"g", std::vector<float>(10, 1.0f)}}, 0.8), 0);
   EXPECT_EQ(n.SerializeAsString(), before);
+}
+
+TEST(ActivationSmoothing, NoSiteForAMatMulWhoseWeightIsShared) {
+  GraphBuilder b;
+  b.Input("x", {2, 8, 64}).Weight("w", {64, 64});
+  b.Node("MatMul", {"x", "w"}, {"h"}, "mm0").Node("MatMul", {"h", "w"}, {"y"}, "mm1").Output("y");
+  onnx::ModelProto m = b.Build();
+  GraphIndex index(m.graph());
+  EXPECT_TRUE(FindSmoothingSites(index, PlanPlacement(index, {})).empty());
 }
 
 }  // namespace
