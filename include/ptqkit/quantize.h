@@ -73,10 +73,12 @@ struct QuantizeOptions : SharedRunOptions {
   // channel); use_zero_point stores UINT4 with zero points instead of symmetric INT4; the
   // awq_clip search tries alpha = 1 - s * awqclip_alpha_step down to awqclip_alpha_min.
   int64_t block_size = 128;
-  // int4 only: "int4,int8" stores some MatMul/Gemm weights as INT8 (per output channel) instead:
+  // int4: "int4,int8" stores some MatMul/Gemm weights as INT8 (per output channel) instead:
   // those of int8_nodes (selectors, as nodes_to_exclude), then, with accuracy_budget, the fewest
   // more that bring the divergence within it (ranked by what each one's INT8 copy recovers).
   // int8_nodes alone implies it.
+  // int8/fp8: "int8,fp8" quantizes each node in the format of the two whose node sensitivity scan
+  // scores it lower (pipeline/format_choice.h); accuracy_budget then keeps the fewest in float.
   std::string mixed_precision;
   std::vector<std::string> int8_nodes;
   bool use_zero_point = false;
@@ -243,6 +245,13 @@ struct QuantizeReport {
   WeightRoundingReport weight_rounding;
   // Weight-only modes: (MatMul/Gemm node, the format of its weight: int4, int8, nvfp4, mxfp8), graph order.
   std::vector<std::pair<std::string, std::string>> weight_precision;
+  // --mixed_precision int8,fp8: each quantized node's format and the sensitivity scores (node
+  // scan, the budget's metric) it was chosen by, most sensitive first.
+  struct NodeFormat {
+    std::string node, format;
+    double int8_score = 0.0, fp8_score = 0.0;
+  };
+  std::vector<NodeFormat> node_formats;
   // nvfp4/mxfp8 --quantize_activations: activations quantized in blocks scaled at run time (each
   // also counted in qdq_pairs).
   int dynamic_block_activations = 0;

@@ -26,10 +26,41 @@ void WarnOfCoarseTop1(double budget, int64_t rows) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, double>> RankQuantizedNodes(
+    const QuantizeOptions& o, const PreparedModel& prepared, const std::string& precision,
+    const std::vector<std::pair<std::string, std::string>>& quantized_nodes, const QuantizeReport& report) {
+  const accuracy::BudgetMetric metric = accuracy::ParseBudgetMetric(o.accuracy_budget_metric);
+  // The ranking probes calibrate and run as this run does (data, method, percentile, table, ...).
+  SensitivityOptions so;
+  UseQuantizeCalibration(o, so);
+  so.calibration_method = report.calibration_method;  // the method this run resolved
+  so.num_calib_samples = o.num_synthetic_samples;
+  so.granularity = "node";
+  so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
+  so.target_precision = precision;
+  // Every sample for every node: the search walks this order node by node, including the many
+  // small scores that settling would leave in an unsettled order.
+  so.stop_when_settled = false;
+  // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
+  std::set<std::string> quantized, op_types;
+  for (const auto& [node, op] : quantized_nodes) {
+    quantized.insert(node);
+    op_types.insert(op);
+  }
+  so.op_types_scope.assign(op_types.begin(), op_types.end());
+  // The scan ranks the model this run quantizes, as it holds it: no second read of the weights.
+  std::vector<std::pair<std::string, double>> ranked;
+  for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivityOf(so, prepared).scores)) {
+    if (quantized.count(node)) ranked.emplace_back(node, score);
+  }
+  return ranked;
+}
+
 std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const PreparedModel& prepared,
                                               const CandidateBuilder& build, CandidateScorer& score,
                                               const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
-                                              QuantizeReport* report) {
+                                              QuantizeReport* report,
+                                              const std::vector<std::string>* given_ranking) {
   const onnx::ModelProto& model = prepared.proto;
   const accuracy::BudgetMetric metric = score.metric();
   // Where ONNX Runtime gets the weights as inputs (over 256 MiB) a built candidate would be a
@@ -44,30 +75,13 @@ std::vector<std::string> SearchAccuracyBudget(const QuantizeOptions& o, const Pr
   const double at_zero = divergence_with({});
   WarnOfCoarseTop1(o.accuracy_budget, metric == accuracy::BudgetMetric::kTop1 ? score.top1_rows() : 0);
   std::vector<std::string> ranking;
-  if (at_zero > o.accuracy_budget) {
+  if (at_zero > o.accuracy_budget && given_ranking != nullptr) {
+    ranking = *given_ranking;
+  } else if (at_zero > o.accuracy_budget) {
     log::Info("accuracy budget: divergence {:.6g} > {:.6g}; ranking nodes with a sensitivity scan", at_zero,
               o.accuracy_budget);
-    // The ranking probes calibrate and run as this run does (data, method, percentile, table, ...).
-    SensitivityOptions so;
-    UseQuantizeCalibration(o, so);
-    so.calibration_method = report->calibration_method;  // the method this run resolved
-    so.num_calib_samples = o.num_synthetic_samples;
-    so.granularity = "node";
-    so.metric = metric == accuracy::BudgetMetric::kTop1 ? "kl_div" : accuracy::BudgetMetricName(metric);
-    so.target_precision = o.quantize_mode;
-    // Every sample for every node: the search walks this order node by node, including the many
-    // small scores that settling would leave in an unsettled order.
-    so.stop_when_settled = false;
-    // Only what this run quantizes can be kept in float: probe those op types, rank those nodes.
-    std::set<std::string> quantized, op_types;
-    for (const auto& [node, op] : quantized_nodes) {
-      quantized.insert(node);
-      op_types.insert(op);
-    }
-    so.op_types_scope.assign(op_types.begin(), op_types.end());
-    // The scan ranks the model this run quantizes, as it holds it: no second read of the weights.
-    for (const auto& [node, score] : sensitivity::RankByScore(ScoreSensitivityOf(so, prepared).scores)) {
-      if (quantized.count(node)) ranking.push_back(node);
+    for (const auto& [node, s] : RankQuantizedNodes(o, prepared, o.quantize_mode, quantized_nodes, *report)) {
+      ranking.push_back(node);
     }
   }
   AccuracyBudgetReport r = accuracy::SearchCut(static_cast<int64_t>(ranking.size()), o.accuracy_budget, at_zero, [&](int64_t k) {

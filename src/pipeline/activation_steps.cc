@@ -11,6 +11,7 @@
 #include "pipeline/accuracy_budget_search.h"
 #include "pipeline/autotune_placement.h"
 #include "pipeline/canonical_check.h"
+#include "pipeline/format_choice.h"
 #include "pipeline/model_options.h"
 #include "pipeline/quantize_run.h"
 #include "pipeline/weight_rounding.h"
@@ -192,7 +193,15 @@ void SearchActivationPlacements(QuantizeRun& run) {
   const QuantizeOptions& o = run.o;
   for (const auto& [tensor, why] : run.drops) run.plan->DropTensor(tensor, why);
   run.build.emplace(CandidateRecipe{&o, &run.format, calib::ParseMethod(run.method), &run.table, run.drops,
-                                    run.trt_scales, run.conv_input_means});
+                                    run.trt_scales, run.conv_input_means, run.second_format, {}});
+  std::optional<FormatChoice> formats;
+  if (run.second_format != nullptr) {
+    formats = ChooseNodeFormats(o, run.prepared, std::string(run.second_format->name), run.plan->QuantizedNodes(),
+                                run.report);
+    run.report.node_formats = formats->nodes;
+    run.build->UseSecondFormatFor(formats->second_format_nodes);
+    run.plan = run.build->Plan(&run.prepared.proto, {});
+  }
   // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
   std::optional<CandidateScorer> scorer;
   if (run.data) scorer.emplace(o, run.reference, *run.data, run.range, run.eval_runtime);
@@ -203,7 +212,7 @@ void SearchActivationPlacements(QuantizeRun& run) {
                   "and held-out samples (--eval_samples > 0) or, in Python, an accuracy_eval scorer");
     }
     run.chosen.budget = SearchAccuracyBudget(o, run.prepared, *run.build, *scorer, run.plan->QuantizedNodes(),
-                                             &run.report);
+                                             &run.report, formats ? &formats->ranking : nullptr);
     // The final plan keeps the search's choice in float too.
     for (const auto& node : run.chosen.budget) kept_in_float.emplace(node, "kept in float by --accuracy_budget");
     if (!run.chosen.budget.empty()) run.plan = run.build->Plan(&run.prepared.proto, kept_in_float);

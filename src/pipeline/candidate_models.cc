@@ -83,6 +83,9 @@ std::unique_ptr<ModelPlacement> CandidateBuilder::Plan(onnx::ModelProto* model, 
   std::set<std::string> matched;
   po.matched_selectors = &matched;
   auto plan = std::make_unique<ModelPlacement>(model, po);
+  if (recipe_.second_format != nullptr && !recipe_.second_format_nodes.empty()) {
+    plan->UseFormatFor(recipe_.second_format_nodes, recipe_.second_format);
+  }
   for (const auto& [tensor, why] : recipe_.drops) plan->DropTensor(tensor, why);
   for (const auto& t : plan->ActivationTensors()) {
     if (!recipe_.table->tensors.count(t) && !recipe_.fixed_scales.count(t)) {
@@ -93,9 +96,11 @@ std::unique_ptr<ModelPlacement> CandidateBuilder::Plan(onnx::ModelProto* model, 
 }
 
 std::map<std::string, float> CandidateBuilder::Ranges(const ModelPlacement& plan) const {
-  const QuantFormat& format = *recipe_.format;
+  const std::map<std::string, const QuantFormat*> formats = plan.TensorFormats();
   std::map<std::string, float> amax;
   for (const auto& name : plan.ActivationTensors()) {
+    const auto own = formats.find(name);
+    const QuantFormat& format = own != formats.end() ? *own->second : *recipe_.format;
     auto fixed = recipe_.fixed_scales.find(name);
     auto it = recipe_.table->tensors.find(name);
     if (fixed != recipe_.fixed_scales.end()) {
@@ -134,7 +139,9 @@ onnx::ModelProto CandidateBuilder::Build(const onnx::ModelProto& fp32, const std
 }
 
 bool CandidateBuilder::LightApplies(const onnx::ModelProto& fp32) const {
-  return recipe_.options->high_precision_dtype == "fp32" && onnxio::WeightsGoAsInputs(fp32);
+  // A light candidate fakes its weights in the run's one format.
+  return recipe_.options->high_precision_dtype == "fp32" && recipe_.second_format == nullptr &&
+         onnxio::WeightsGoAsInputs(fp32);
 }
 
 onnx::ModelProto CandidateBuilder::BuildLight(const onnx::ModelProto& fp32, const std::vector<std::string>& in_float) const {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,11 +63,18 @@ struct CandidateRecipe {
   TensorDrops drops;
   std::map<std::string, float> fixed_scales;                    // --calibration_cache_path: tensor -> scale
   std::map<std::string, ConvInputStatistics> conv_input_means;  // bias correction; empty: none
+  // --mixed_precision int8,fp8: the nodes quantized in `second_format` instead of `format`
+  // (pipeline/format_choice.h chooses them).
+  const QuantFormat* second_format = nullptr;
+  std::set<std::string> second_format_nodes;
 };
 
 class CandidateBuilder {
  public:
   explicit CandidateBuilder(CandidateRecipe recipe);
+
+  // --mixed_precision: from now on `nodes` are quantized in the recipe's second format.
+  void UseSecondFormatFor(std::set<std::string> nodes) { recipe_.second_format_nodes = std::move(nodes); }
 
   // The run's placement on `model` with the nodes of `in_float` also kept in float, for the reason
   // given. Selectors are matched silently: the run's first plan already warned about them. Keeping a

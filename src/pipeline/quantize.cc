@@ -1,6 +1,8 @@
 #include "ptqkit/quantize.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <fmt/ranges.h>
 
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include "onnx/model_prep.h"
 #include "onnx/onnx_library.h"
 #include "pipeline/canonical_check.h"
+#include "pipeline/format_choice.h"
 #include "pipeline/model_output.h"
 #include "pipeline/quantize_run.h"
 #include "ptqkit/calibration.h"
@@ -74,6 +77,21 @@ void CheckModelOptOptions(const QuantizeOptions& o) {
   }
 }
 
+// --mixed_precision int8,fp8: a pair with the run's format, on a runtime that has FP8.
+void CheckMixedActivationFormats(const QuantizeOptions& o, const QuantFormat& format) {
+  SecondActivationFormat(o.mixed_precision, format.name);  // names a bad pair
+  const RuntimeForm& form = EffectiveRuntimeForm(o.target_runtime, format);
+  if (form.name != "trt") {
+    throw Error(fmt::format("--mixed_precision {} needs --target_runtime trt: --target_runtime {} has no FP8 kernels",
+                            o.mixed_precision, o.target_runtime));
+  }
+  if (o.weight_rounding == "gptq") {
+    throw Error(fmt::format("--weight_rounding gptq does not combine with --mixed_precision {} yet (its codes are "
+                            "chosen in one format)",
+                            o.mixed_precision));
+  }
+}
+
 // Every mode's option checks, then the weight-only formats' own.
 void CheckOptions(const QuantizeOptions& o, const std::string& output) {
   if (o.onnx_path.empty()) throw Error("--onnx_path is required");
@@ -93,9 +111,10 @@ void CheckOptions(const QuantizeOptions& o, const std::string& output) {
     throw Error(fmt::format("--accuracy_budget applies to {}, or to int4 with --mixed_precision int4,int8",
                             FormatNames(true)));
   }
-  if (mixed_precision && format.name != "int4") {
-    throw Error(fmt::format("--mixed_precision / --int8_nodes apply to --quantize_mode int4 (got {})", format.name));
+  if (!o.int8_nodes.empty() && format.name != "int4") {
+    throw Error(fmt::format("--int8_nodes applies to --quantize_mode int4 (got {})", format.name));
   }
+  if (!o.mixed_precision.empty() && !format.placement.weight_only) CheckMixedActivationFormats(o, format);
   if (!(o.smoothquant_alpha >= 0.0 && o.smoothquant_alpha <= 1.0)) {
     throw Error(fmt::format("--smoothquant_alpha must be in [0, 1] (0 = off), got {}", o.smoothquant_alpha));
   }
@@ -138,6 +157,10 @@ void LoadModel(QuantizeRun& run) {
   run.report.original_opset = run.prepared.original_opset;
   int64_t min_opset = run.format.min_opset, min_ir_version = run.format.min_ir_version;
   if (run.weight_only) WeightOnlyOutputVersion(run, &min_opset, &min_ir_version);
+  if (run.second_format != nullptr) {  // one graph holds both formats' Q/DQ
+    min_opset = std::max(min_opset, run.second_format->min_opset);
+    min_ir_version = std::max(min_ir_version, run.second_format->min_ir_version);
+  }
   onnxio::UpgradeOpset(&model, min_opset);  // e.g. FP8 Q/DQ without zero points: opset 21
   if (model.ir_version() < min_ir_version) model.set_ir_version(min_ir_version);
   ApplyModelOptions(o, min_opset, &run.prepared, &run.canonical);
@@ -291,7 +314,11 @@ void WriteModel(QuantizeRun& run) {
 }  // namespace
 
 QuantizeRun::QuantizeRun(const QuantizeOptions& options, const QuantFormat& f)
-    : o(options), format(f), weight_only(f.placement.weight_only), start(QuantizeClock::now()) {}
+    : o(options), format(f), weight_only(f.placement.weight_only), start(QuantizeClock::now()) {
+  if (!weight_only && !o.mixed_precision.empty()) {
+    second_format = &FindFormat(SecondActivationFormat(o.mixed_precision, f.name), "--mixed_precision");
+  }
+}
 
 double QuantizeRun::Elapsed() const { return std::chrono::duration<double>(QuantizeClock::now() - start).count(); }
 

@@ -47,6 +47,7 @@ struct QuantizeRun {
   const QuantizeOptions& o;
   const QuantFormat& format;
   const bool weight_only;
+  const QuantFormat* second_format = nullptr;  // --mixed_precision int8,fp8: the other activation format
   const QuantizeClock::time_point start;
   QuantizeReport report;
   std::string method;  // the resolved --calibration_method

@@ -111,6 +111,11 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
   j["accuracy_budget"] = AccuracyBudgetToJson(r.accuracy_budget);
   j["weight_precision"] = nlohmann::ordered_json::object();  // weight-only modes: node -> format
   for (const auto& [node, format] : r.weight_precision) j["weight_precision"][node] = format;
+  j["node_formats"] = nlohmann::ordered_json::array();  // --mixed_precision int8,fp8, most sensitive first
+  for (const auto& f : r.node_formats) {
+    j["node_formats"].push_back(
+        {{"node", f.node}, {"format", f.format}, {"int8_score", f.int8_score}, {"fp8_score", f.fp8_score}});
+  }
   j["dynamic_block_activations"] = r.dynamic_block_activations;
   j["autotune"] = AutotuneReportToJson(r.autotune);
   return j;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <map>
 
 #include "quant/formats/formats.h"
 
@@ -146,6 +147,22 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     fmt::format_to(it, "  weights stored as INT8 (--mixed_precision int4,int8): {} of {} node(s)\n", int8_nodes.size(),
                    r.weight_precision.size());
     for (const auto& node : int8_nodes) fmt::format_to(it, "    {}\n", node);
+  }
+  if (!r.node_formats.empty()) {
+    std::map<std::string, int> count;
+    for (const auto& f : r.node_formats) ++count[f.format];
+    fmt::format_to(it,
+                   "activation formats (--mixed_precision): {} INT8, {} FP8 node(s), each the format its node scan "
+                   "scores lower; most sensitive first (format: int8 score / fp8 score):\n",
+                   count["int8"], count["fp8"]);
+    constexpr size_t kListed = 10;  // the rest is in --report_json's node_formats
+    for (size_t k = 0; k < std::min(kListed, r.node_formats.size()); ++k) {
+      const auto& f = r.node_formats[k];
+      fmt::format_to(it, "    {:<40} {}: {:.4g} / {:.4g}\n", f.node, f.format, f.int8_score, f.fp8_score);
+    }
+    if (r.node_formats.size() > kListed) {
+      fmt::format_to(it, "    ... {} more in --report_json (node_formats)\n", r.node_formats.size() - kListed);
+    }
   }
   if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations + r.folded_pads > 0) {
     const std::string check = r.canonical_checked_samples > 0

@@ -18,15 +18,21 @@ int64_t GroupOf(const onnx::NodeProto& n) {
   return 1;
 }
 
-// A Conv whose weight the plan quantizes per output channel: (node, weight tensor).
-std::vector<std::pair<int, std::string>> CorrectableConvs(const GraphIndex& index, const Placement& plan) {
-  std::vector<std::pair<int, std::string>> convs;
+// A Conv whose weight the plan quantizes per output channel.
+struct CorrectableConv {
+  int node = -1;
+  std::string weight;
+  const QuantFormat* format = nullptr;  // the weight's when not the run's (--mixed_precision)
+};
+
+std::vector<CorrectableConv> CorrectableConvs(const GraphIndex& index, const Placement& plan) {
+  std::vector<CorrectableConv> convs;
   for (const auto& q : plan.tensors) {
     if (!q.is_weight || q.axis != 0) continue;
     for (const auto& u : q.uses) {
       const auto& n = index.node(u.node);
       if (TraitsOf(n).weight_layout == WeightLayoutKind::kConv && u.input == 1 && n.input_size() >= 2) {
-        convs.emplace_back(u.node, q.tensor);
+        convs.push_back({u.node, q.tensor, q.format});
       }
     }
   }
@@ -46,7 +52,7 @@ void SetFloats(onnx::TensorProto* t, std::string name, const std::vector<float>&
 
 std::vector<std::string> ConvInputsToCorrect(const GraphIndex& index, const Placement& plan) {
   std::set<std::string> inputs;
-  for (const auto& [node, weight] : CorrectableConvs(index, plan)) inputs.insert(index.node(node).input(0));
+  for (const auto& conv : CorrectableConvs(index, plan)) inputs.insert(index.node(conv.node).input(0));
   return {inputs.begin(), inputs.end()};
 }
 
@@ -175,7 +181,11 @@ int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Pl
   // The corrected biases, applied after the loop: a bias read through `index` stays unchanged
   // while later Convs are computed.
   std::vector<std::pair<int, std::vector<float>>> new_biases;
-  for (const auto& [node, weight] : CorrectableConvs(index, plan)) {
+  for (const auto& correctable : CorrectableConvs(index, plan)) {
+    const int node = correctable.node;
+    const std::string& weight = correctable.weight;
+    RewriteOptions weight_options = options;
+    if (correctable.format != nullptr) weight_options.format = correctable.format;
     const onnx::NodeProto& conv = index.node(node);
     auto stats = inputs.find(conv.input(0));
     const onnx::TensorProto* w = index.Constant(weight);
@@ -201,7 +211,8 @@ int CorrectConvBiases(onnx::GraphProto* graph, const GraphIndex& index, const Pl
                              std::vector<int64_t>(stats->second.shape.begin() + 2, stats->second.shape.end()));
     }
     const std::vector<double> shift =
-        ConvOutputShift(values, FakeQuantizedWeight(values, shape, options, weight), shape, group, means, coverage);
+        ConvOutputShift(values, FakeQuantizedWeight(values, shape, weight_options, weight), shape, group, means,
+                        coverage);
     for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(bias[o] - shift[o]);
     new_biases.emplace_back(node, std::move(bias));
   }

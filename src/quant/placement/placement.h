@@ -30,6 +30,8 @@
 
 namespace ptqkit {
 
+struct QuantFormat;
+
 struct PlacementOptions {
   std::vector<std::string> op_types_to_quantize;
   std::vector<std::string> op_types_to_exclude;
@@ -85,6 +87,9 @@ struct QuantizedTensor {
   // Activations of a form with unsigned_activations: never negative (IsNonNegative), for every
   // tensor of its scale group, so it is stored with zero point 0 on all 255 steps.
   bool non_negative = false;
+  // --mixed_precision int8,fp8: the format this tensor is quantized in when it is not the run's
+  // (quant/rewrite/model_placement.h UseFormatFor); null: the run's.
+  const QuantFormat* format = nullptr;
 };
 
 struct Placement {

@@ -47,6 +47,32 @@ void ModelPlacement::DropTensor(const std::string& tensor, const std::string& re
   for (auto& s : scopes_) s.plan.DropTensor(tensor, *s.index, reason);
 }
 
+void ModelPlacement::UseFormatFor(const std::set<std::string>& nodes, const QuantFormat* format) {
+  for (auto& s : scopes_) {
+    std::set<std::string> groups;
+    for (auto& q : s.plan.tensors) {
+      for (const auto& u : q.uses) {
+        if (!nodes.count(s.index->node(u.node).name())) continue;
+        q.format = format;
+        if (!q.scale_group.empty()) groups.insert(q.scale_group);
+      }
+    }
+    for (auto& q : s.plan.tensors) {
+      if (!q.scale_group.empty() && groups.count(q.scale_group)) q.format = format;
+    }
+  }
+}
+
+std::map<std::string, const QuantFormat*> ModelPlacement::TensorFormats() const {
+  std::map<std::string, const QuantFormat*> formats;
+  for (const auto& s : scopes_) {
+    for (const auto& q : s.plan.tensors) {
+      if (q.format != nullptr) formats[q.tensor] = q.format;
+    }
+  }
+  return formats;
+}
+
 std::map<std::string, float> ModelPlacement::Ranges(const std::map<std::string, float>& tensor_amax) const {
   std::map<std::string, float> ranges;
   for (const auto& s : scopes_) ranges.merge(PlanRanges(s.plan, tensor_amax));

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ class ModelPlacement {
   std::vector<std::string> ActivationTensors() const;
   // Removes an activation tensor from every plan that has it.
   void DropTensor(const std::string& tensor, const std::string& reason);
+  // --mixed_precision int8,fp8: every tensor a node named in `nodes` reads (its activation inputs
+  // and weight) is quantized in `format`, and so is the rest of its scale group (one scale, one
+  // grid). A tensor that nodes of both formats read takes `format`: the higher-precision choice
+  // is the one a measured node asked for.
+  void UseFormatFor(const std::set<std::string>& nodes, const QuantFormat* format);
+  // The format of each tensor that is not the run's (UseFormatFor), every plan.
+  std::map<std::string, const QuantFormat*> TensorFormats() const;
   // Ranges after scale groups are merged, for every plan (see PlanRanges).
   std::map<std::string, float> Ranges(const std::map<std::string, float>& tensor_amax) const;
   // Inserts the Q/DQ nodes in every graph; the indexes are invalid afterwards.

@@ -25,12 +25,10 @@ class Rewriter {
       : graph_(graph),
         index_(*graph_, outer),
         options_(options),
-        editor_(graph_, options.reserved_names),
-        format_(*options.format),
-        qmax_(format_.qmax),
-        weight_qmax_(options.reduce_range && format_.reduced_range_qmax > 0 ? format_.reduced_range_qmax : qmax_) {
-    if (format_.block_codec != nullptr) {
-      blocked_ = std::make_unique<BlockedWeightWriter>(graph_, &index_, &editor_, format_, options_.blocked, &stats_);
+        editor_(graph_, options.reserved_names) {
+    UseFormat(*options.format);
+    if (format_->block_codec != nullptr) {
+      blocked_ = std::make_unique<BlockedWeightWriter>(graph_, &index_, &editor_, *format_, options_.blocked, &stats_);
     }
   }
 
@@ -44,6 +42,7 @@ class Rewriter {
     std::vector<std::pair<TensorUse, std::string>> rewires;
     for (size_t i = 0; i < plan.tensors.size(); ++i) {
       const QuantizedTensor& q = plan.tensors[i];
+      UseFormat(q.format != nullptr ? *q.format : *options_.format);  // --mixed_precision int8,fp8
       if (q.embedding) {  // rewrites its Gathers itself: nothing to rewire
         AddEmbedding(q);
         continue;
@@ -73,6 +72,13 @@ class Rewriter {
  private:
   std::string Fresh(const std::string& base) { return editor_.Fresh(base); }
 
+  // The format the next tensor is written in, and its grid's largest values.
+  void UseFormat(const QuantFormat& format) {
+    format_ = &format;
+    qmax_ = format.qmax;
+    weight_qmax_ = options_.reduce_range && format.reduced_range_qmax > 0 ? format.reduced_range_qmax : qmax_;
+  }
+
   static int FirstUse(const QuantizedTensor& q) {
     int first = q.uses.front().node;
     for (const auto& u : q.uses) first = std::min(first, u.node);
@@ -87,7 +93,7 @@ class Rewriter {
 
   // Raw bytes of the format's storage type (one value a byte).
   void AddQuantizedInit(const std::string& name, const std::vector<int64_t>& dims, const std::string& bytes) {
-    editor_.AddInitializer(name, format_.storage_type, dims, bytes);
+    editor_.AddInitializer(name, format_->storage_type, dims, bytes);
   }
 
   // Zero points are 0, the byte 0x00 in every symmetric format (FP8 +0.0 too).
@@ -103,8 +109,8 @@ class Rewriter {
                            const std::string& output, int axis) const {
     std::vector<std::pair<std::string, int64_t>> attributes;
     if (axis >= 0) attributes.emplace_back("axis", axis);
-    if (format_.zero_point_free && kind == QdqKind::kQuantize) {
-      attributes.emplace_back("output_dtype", format_.storage_type);
+    if (format_->zero_point_free && kind == QdqKind::kQuantize) {
+      attributes.emplace_back("output_dtype", format_->storage_type);
     }
     const char* op = kind == QdqKind::kQuantize ? "QuantizeLinear" : "DequantizeLinear";
     return GraphEditor::MakeNode(op, name, inputs, output, attributes);
@@ -113,13 +119,13 @@ class Rewriter {
   // (x, scale, zero point), or (x, scale) for a format without zero points.
   std::vector<std::string> QdqInputs(const std::string& x, const std::string& scale,
                                      const std::string& zero_point) const {
-    if (format_.zero_point_free) return {x, scale};
+    if (format_->zero_point_free) return {x, scale};
     return {x, scale, zero_point};
   }
 
   // A fresh zero-point initializer for `base` (empty name: the format has none).
   std::string ZeroPointFor(const std::string& base, size_t channels, bool scalar) {
-    if (format_.zero_point_free) return "";
+    if (format_->zero_point_free) return "";
     const std::string zp = Fresh(base + "_zero_point");
     AddZeroPoint(zp, channels, scalar);
     return zp;
@@ -158,10 +164,10 @@ class Rewriter {
   // nvfp4/mxfp8 activations: block scales computed at run time; only nvfp4's global scale comes
   // from a calibrated amax.
   std::string AddDynamicBlockActivation(const QuantizedTensor& q, const std::map<std::string, float>& amax) {
-    const BlockCodec* codec = format_.block_codec;
+    const BlockCodec* codec = format_->block_codec;
     if (codec == nullptr || codec->trt_dynamic_quantize == nullptr) {
       throw Error(fmt::format("internal: activation '{}' is planned in dynamic blocks but --quantize_mode {} has none",
-                              q.tensor, format_.name));
+                              q.tensor, format_->name));
     }
     float calibrated = 0.0f;
     if (codec->scale_code == BlockScaleCode::kE4M3TimesGlobal) {
@@ -171,13 +177,13 @@ class Rewriter {
     }
     ++stats_.qdq_pairs;
     ++stats_.dynamic_activations;
-    return AddDynamicBlockQdq(&editor_, format_, q.tensor, calibrated, FirstUse(q), options_.blocked.trt_activations);
+    return AddDynamicBlockQdq(&editor_, *format_, q.tensor, calibrated, FirstUse(q), options_.blocked.trt_activations);
   }
 
   std::string AddBlockedWeight(const QuantizedTensor& q) {
     if (!blocked_) {
       throw Error(fmt::format("internal: weight '{}' is planned in blocks but --quantize_mode {} has no block codec",
-                              q.tensor, format_.name));
+                              q.tensor, format_->name));
     }
     return blocked_->Add(q);
   }
@@ -257,14 +263,14 @@ class Rewriter {
     if (axis >= 0) {
       for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
     }
-    if (format_.quantize_all) {  // the same bits, vectorised
-      format_.quantize_all(values.data(), static_cast<int64_t>(values.size()), scales.data(),
+    if (format_->quantize_all) {  // the same bits, vectorised
+      format_->quantize_all(values.data(), static_cast<int64_t>(values.size()), scales.data(),
                            static_cast<int64_t>(scales.size()), inner, reinterpret_cast<uint8_t*>(bytes.data()));
       return bytes;
     }
     for (size_t i = 0; i < values.size(); ++i) {
       const float s = axis >= 0 ? scales[(i / inner) % scales.size()] : scales[0];
-      bytes[i] = static_cast<char>(format_.quantize(values[i], s));
+      bytes[i] = static_cast<char>(format_->quantize(values[i], s));
     }
     return bytes;
   }
@@ -283,9 +289,9 @@ class Rewriter {
   GraphIndex index_;
   RewriteOptions options_;
   GraphEditor editor_;
-  const QuantFormat& format_;
-  float qmax_;
-  float weight_qmax_;  // qmax_, or the reduced range (63 for INT8) with reduce_range
+  const QuantFormat* format_ = nullptr;  // the current tensor's (UseFormat)
+  float qmax_ = 0.0f;
+  float weight_qmax_ = 0.0f;  // qmax_, or the reduced range (63 for INT8) with reduce_range
   RewriteStats stats_;
   std::unique_ptr<BlockedWeightWriter> blocked_;  // a weight-only format's; uses editor_ and stats_
 };
