@@ -94,13 +94,15 @@ def main():
     ap.add_argument("--models", default=",".join(m.name for m in corpus.MODELS))
     ap.add_argument("--modes", default="int8,fp8")
     ap.add_argument("--methods", default=None,
-                    help="comma list; an entry NAME=OPTIONS quantizes with the defaults plus OPTIONS "
-                         "(e.g. 'before=--canonicalize false --depthwise_equalization false')")
-    ap.add_argument("--compare_to", default="max", help="the method (or NAME) every other is paired against")
+                    help="comma list (';' list when an option value has a comma); an entry NAME=OPTIONS quantizes "
+                         "with the defaults plus OPTIONS (e.g. 'before=--canonicalize false "
+                         "--depthwise_equalization false', 'default;mixed=--mixed_precision int8,fp8')")
+    ap.add_argument("--compare_to", default="max",
+                    help="the method (or NAME) every other is paired against; a comma list pairs against each")
     ap.add_argument("--test_scale", type=float, default=4.0, help="held-out samples = this x the tests' count")
     a = ap.parse_args()
     helptext = subprocess.run([a.ptqkit, "quantize", "--help"], capture_output=True, text=True).stdout
-    methods = a.methods.split(",") if a.methods else (
+    methods = a.methods.split(";" if ";" in a.methods else ",") if a.methods else (
         ["max", "entropy", "percentile"] + (["mse"] if "mse" in helptext else []) + ["default"])
     print(f"| model | precision | method | metrics at ORT basic | metrics at ORT default | note |")
     print(f"|---|---|---|---|---|---|")
@@ -146,10 +148,11 @@ def main():
                         cols.append("ORT error: " + str(e).splitlines()[0][:120])
                 print(f"| {name} | {mode} | {method} | {cols[0]} | {cols[1]} | {note} {time.time() - t:.0f}s |",
                       flush=True)
-            diff = compare_to(samples, a.compare_to)
-            if diff:
-                n = len(next(iter(next(iter(samples.values())).values())))
-                print(f"| {name} | {mode} | vs {a.compare_to} (basic) | {diff} | | paired, n={n} |", flush=True)
+            for base in a.compare_to.split(","):
+                diff = compare_to(samples, base)
+                if diff:
+                    n = len(next(iter(next(iter(samples.values())).values())))
+                    print(f"| {name} | {mode} | vs {base} (basic) | {diff} | | paired, n={n} |", flush=True)
 
 
 if __name__ == "__main__":

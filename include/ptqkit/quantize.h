@@ -252,6 +252,9 @@ struct QuantizeReport {
     double int8_score = 0.0, fp8_score = 0.0;
   };
   std::vector<NodeFormat> node_formats;
+  // ... and the held-out divergence (the budget's metric) of each format candidate scored: the run's
+  // format throughout, the other throughout, the per-node mix; the lowest is written.
+  std::vector<std::pair<std::string, double>> format_candidates;
   // nvfp4/mxfp8 --quantize_activations: activations quantized in blocks scaled at run time (each
   // also counted in qdq_pairs).
   int dynamic_block_activations = 0;

@@ -161,6 +161,32 @@ std::vector<std::string> AutotuneNodes(QuantizeRun& run, CandidateScorer& scorer
   return chosen;
 }
 
+// --mixed_precision: node scores are measured one node at a time, and a mix of choices each good
+// alone can add up worse than one format throughout (PP-OCRv4 rec: a line lost that pure INT8
+// keeps). So the mix, pure INT8 and pure FP8 are scored on the held-out samples as the budget
+// scores its candidates, and the lowest divergence is kept (the run's own format on a tie).
+void KeepTheBestFormatMix(QuantizeRun& run, CandidateScorer& scorer, FormatChoice* choice) {
+  std::set<std::string> all;
+  for (const auto& f : choice->nodes) all.insert(f.node);
+  const std::string first(run.format.name), second(run.second_format->name);
+  const std::vector<std::pair<std::string, std::set<std::string>>> candidates = {
+      {first, {}}, {second, all}, {first + "," + second + " per node", choice->second_format_nodes}};
+  double best = 0.0;
+  size_t best_k = 0;
+  std::vector<std::string> scored;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    run.build->UseSecondFormatFor(candidates[k].second);
+    const double d = scorer.ScoreDisposable(run.build->Build(run.prepared.proto, {}));
+    run.report.format_candidates.emplace_back(candidates[k].first, d);
+    scored.push_back(fmt::format("{} {:.4g}", candidates[k].first, d));
+    if (k == 0 || d < best) best = d, best_k = k;
+  }
+  log::Info("--mixed_precision: held-out divergence {}; kept {}", fmt::join(scored, ", "), candidates[best_k].first);
+  if (best_k == 2) return;
+  choice->second_format_nodes = candidates[best_k].second;
+  for (auto& f : choice->nodes) f.format = best_k == 0 ? first : second;
+}
+
 }  // namespace
 
 void PlanActivations(QuantizeRun& run) {
@@ -194,17 +220,18 @@ void SearchActivationPlacements(QuantizeRun& run) {
   for (const auto& [tensor, why] : run.drops) run.plan->DropTensor(tensor, why);
   run.build.emplace(CandidateRecipe{&o, &run.format, calib::ParseMethod(run.method), &run.table, run.drops,
                                     run.trt_scales, run.conv_input_means, run.second_format, {}});
+  // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
+  std::optional<CandidateScorer> scorer;
+  if (run.data) scorer.emplace(o, run.reference, *run.data, run.range, run.eval_runtime);
   std::optional<FormatChoice> formats;
   if (run.second_format != nullptr) {
     formats = ChooseNodeFormats(o, run.prepared, std::string(run.second_format->name), run.plan->QuantizedNodes(),
                                 run.report);
+    if (scorer && !run.split.evaluated.empty()) KeepTheBestFormatMix(run, *scorer, &*formats);
     run.report.node_formats = formats->nodes;
     run.build->UseSecondFormatFor(formats->second_format_nodes);
     run.plan = run.build->Plan(&run.prepared.proto, {});
   }
-  // Budget and autotune candidates are scored alike (one FP32 score for a caller's scorer).
-  std::optional<CandidateScorer> scorer;
-  if (run.data) scorer.emplace(o, run.reference, *run.data, run.range, run.eval_runtime);
   KeptInFloat kept_in_float;  // the searches' choices, with the reason the report gives
   if (o.accuracy_budget >= 0) {
     if (!run.data || (run.split.evaluated.empty() && !o.accuracy_eval)) {

@@ -116,6 +116,8 @@ nlohmann::ordered_json QuantizeReportToJson(const QuantizeReport& r) {
     j["node_formats"].push_back(
         {{"node", f.node}, {"format", f.format}, {"int8_score", f.int8_score}, {"fp8_score", f.fp8_score}});
   }
+  j["format_candidates"] = nlohmann::ordered_json::object();  // --mixed_precision: candidate -> divergence
+  for (const auto& [candidate, d] : r.format_candidates) j["format_candidates"][candidate] = d;
   j["dynamic_block_activations"] = r.dynamic_block_activations;
   j["autotune"] = AutotuneReportToJson(r.autotune);
   return j;

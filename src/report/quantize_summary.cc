@@ -152,8 +152,8 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     std::map<std::string, int> count;
     for (const auto& f : r.node_formats) ++count[f.format];
     fmt::format_to(it,
-                   "activation formats (--mixed_precision): {} INT8, {} FP8 node(s), each the format its node scan "
-                   "scores lower; most sensitive first (format: int8 score / fp8 score):\n",
+                   "activation formats (--mixed_precision): {} INT8, {} FP8 node(s); most sensitive first, each "
+                   "node's format and node scan scores (int8 / fp8):\n",
                    count["int8"], count["fp8"]);
     constexpr size_t kListed = 10;  // the rest is in --report_json's node_formats
     for (size_t k = 0; k < std::min(kListed, r.node_formats.size()); ++k) {
@@ -162,6 +162,11 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
     }
     if (r.node_formats.size() > kListed) {
       fmt::format_to(it, "    ... {} more in --report_json (node_formats)\n", r.node_formats.size() - kListed);
+    }
+    if (!r.format_candidates.empty()) {
+      std::vector<std::string> scored;
+      for (const auto& [candidate, d] : r.format_candidates) scored.push_back(fmt::format("{} {:.4g}", candidate, d));
+      fmt::format_to(it, "  held-out divergence: {} (the lowest is written)\n", fmt::join(scored, ", "));
     }
   }
   if (r.folded_batchnorms + r.folded_channel_affines + r.fused_activations + r.folded_pads > 0) {
