@@ -113,6 +113,22 @@ std::string BudgetSection(const AccuracyBudgetReport& b) {
   return out;
 }
 
+// --mixed_precision int8,fp8: the candidates scored and each node's format with its scan scores.
+std::string FormatSection(const QuantizeReport& r) {
+  if (r.node_formats.empty()) return "";
+  std::string out = "<h2>Activation formats</h2>\n";
+  if (!r.format_candidates.empty()) {
+    out += "<p>Held-out divergence of each candidate (the lowest is written):</p>\n<table>\n" +
+           Row({"candidate", "divergence"}, true);
+    for (const auto& [candidate, d] : r.format_candidates) out += Row({candidate, Number(d)});
+    out += "</table>\n";
+  }
+  out += "<p>Each node's format and its node scan scores, most sensitive first:</p>\n<table>\n" +
+         Row({"node", "format", "int8 score", "fp8 score"}, true);
+  for (const auto& f : r.node_formats) out += Row({f.node, f.format, Number(f.int8_score), Number(f.fp8_score)});
+  return out + "</table>\n";
+}
+
 }  // namespace
 
 std::string RenderQuantizeReport(const QuantizeReport& r, const QuantizeOptions& o) {
@@ -134,6 +150,7 @@ std::string RenderQuantizeReport(const QuantizeReport& r, const QuantizeOptions&
                               {"opset", fmt::format("{} -> {}", r.original_opset, r.output_opset)},
                               {"quantized nodes", fmt::format("{} ({} Q/DQ pairs)", total, r.qdq_pairs)}});
   out += LossSection(r.loss);
+  out += FormatSection(r);
   out += BudgetSection(r.accuracy_budget);
   out += "<h2>Left in float</h2>\n<table>\n" + Row({"node", "why"}, true);
   for (const auto& [node, why] : r.left_in_float) out += Row({node, why});

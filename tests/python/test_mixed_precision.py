@@ -122,9 +122,9 @@ def run_at(path, x, level):
 
 def test_int8_fp8_puts_each_node_in_the_format_its_scan_scores_lower(cli, transformer, calib, tmp_path):
     data = calib("transformer")
-    out, rep = tmp_path / "mixed.onnx", tmp_path / "mixed.json"
+    out, rep, page = tmp_path / "mixed.onnx", tmp_path / "mixed.json", tmp_path / "mixed.html"
     r = cli.quantize(transformer, out, "--calibration_data_path", data, "--mixed_precision", "int8,fp8",
-                     "--report_json", rep)
+                     "--report_json", rep, "--report_html", page)
     m = onnx.load(out)
     onnx.checker.check_model(m, full_check=True)
     assert max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")) >= 19  # FP8 Q/DQ
@@ -138,6 +138,8 @@ def test_int8_fp8_puts_each_node_in_the_format_its_scan_scores_lower(cli, transf
     weighted = [n.name for n in g.nodes if n.op_type == "MatMul" and g.dq_on_input(n, 1) is not None]
     assert sorted(f["node"] for f in nodes) == sorted(weighted) and len(weighted) >= 12, (nodes, weighted)
     assert "activation formats (--mixed_precision)" in r.stdout
+    html = page.read_text()
+    assert "<h2>Activation formats</h2>" in html and all(f"<td>{f['node']}</td>" in html for f in nodes)
     chosen = {}
     for f in nodes:
         per_node = "fp8" if f["fp8_score"] < f["int8_score"] else "int8"
