@@ -3,6 +3,7 @@
 // GPTQ rounding and the Q/DQ rewrite (quantize_run.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "autotune/presets.h"
@@ -183,8 +184,16 @@ void KeepTheBestFormatMix(QuantizeRun& run, CandidateScorer& scorer, FormatChoic
   }
   log::Info("--mixed_precision: held-out divergence {}; kept {}", fmt::join(scored, ", "), candidates[best_k].first);
   if (best_k == 2) return;
+  // One format throughout: the budget walks that format's scores.
   choice->second_format_nodes = candidates[best_k].second;
+  const bool int8_kept = (best_k == 0 ? first : second) == "int8";
   for (auto& f : choice->nodes) f.format = best_k == 0 ? first : second;
+  const auto score = [&](const QuantizeReport::NodeFormat& f) { return int8_kept ? f.int8_score : f.fp8_score; };
+  std::stable_sort(choice->nodes.begin(), choice->nodes.end(), [&](const auto& x, const auto& y) {
+    return score(x) != score(y) ? score(x) > score(y) : x.node < y.node;
+  });
+  choice->ranking.clear();
+  for (const auto& f : choice->nodes) choice->ranking.push_back(f.node);
 }
 
 }  // namespace
