@@ -116,12 +116,25 @@ def gelu_mlp(tmp_path_factory):
     return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (512, 32)).astype(np.float32)
 
 
-def test_smoothing_folds_into_the_mul_constant_and_brings_outputs_closer(cli, gelu_mlp, tmp_path):
-    model, calib, x = gelu_mlp
+def _smoothed_and_not(cli, model, calib, tmp_path):
+    """The model quantized with smoothing (alpha 0.8) and without it."""
     on, off = tmp_path / "on.onnx", tmp_path / "off.onnx"
     for out, alpha in ((on, "0.8"), (off, "0")):
         cli.quantize(model, out, "--calibration_data_path", calib, "--calibration_method", "max",
                      "--smoothquant_alpha", alpha, "--eval_samples", "0")
+    return on, off
+
+
+def _assert_smoothing_brings_outputs_closer(model, on, off, x):
+    ref = _run(model, x)
+    err_on = np.abs(_run(on, x) - ref).mean()
+    err_off = np.abs(_run(off, x) - ref).mean()
+    assert err_on < 0.7 * err_off, (err_on, err_off)
+
+
+def test_smoothing_folds_into_the_mul_constant_and_brings_outputs_closer(cli, gelu_mlp, tmp_path):
+    model, calib, x = gelu_mlp
+    on, off = _smoothed_and_not(cli, model, calib, tmp_path)
     q = onnx.load(str(on))
     mul = next(n for n in q.graph.node if n.op_type == "Mul")
     consts = _inits(on)
@@ -130,10 +143,7 @@ def test_smoothing_folds_into_the_mul_constant_and_brings_outputs_closer(cli, ge
     assert s[[3, 17, 40]].min() > 3 * np.median(s)  # the outlier channels are divided the most
     np.testing.assert_allclose(consts["w1"], _inits(model)["w1"] * s[:, None], rtol=1e-5)
     assert {n.input[1] for n in onnx.load(str(off)).graph.node if n.op_type == "Mul"} == {"half"}
-    ref = _run(model, x)
-    err_on = np.abs(_run(on, x) - ref).mean()
-    err_off = np.abs(_run(off, x) - ref).mean()
-    assert err_on < 0.7 * err_off, (err_on, err_off)
+    _assert_smoothing_brings_outputs_closer(model, on, off, x)
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +167,7 @@ def residual_mlp(tmp_path_factory):
 
 def test_smoothing_inserts_a_mul_where_the_input_has_other_readers(cli, residual_mlp, tmp_path):
     model, calib, x = residual_mlp
-    on, off = tmp_path / "on.onnx", tmp_path / "off.onnx"
-    for out, alpha in ((on, "0.8"), (off, "0")):
-        cli.quantize(model, out, "--calibration_data_path", calib, "--calibration_method", "max",
-                     "--smoothquant_alpha", alpha, "--eval_samples", "0")
+    on, off = _smoothed_and_not(cli, model, calib, tmp_path)
     g = onnx.load(str(on)).graph
     muls = [n for n in g.node if n.op_type == "Mul"]
     assert len(muls) == 1 and muls[0].input[0] == "h"
@@ -169,10 +176,7 @@ def test_smoothing_inserts_a_mul_where_the_input_has_other_readers(cli, residual
     inverse = _inits(on)[muls[0].input[1]]
     assert inverse.shape == (64,) and inverse[[5, 33]].max() < 0.5 * np.median(inverse)
     assert not [n for n in onnx.load(str(off)).graph.node if n.op_type == "Mul"]
-    ref = _run(model, x)
-    err_on = np.abs(_run(on, x) - ref).mean()
-    err_off = np.abs(_run(off, x) - ref).mean()
-    assert err_on < 0.7 * err_off, (err_on, err_off)
+    _assert_smoothing_brings_outputs_closer(model, on, off, x)
 
 
 def test_smoothquant_alpha_out_of_range_is_refused(cli, gelu_mlp, tmp_path):
