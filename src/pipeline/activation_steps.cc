@@ -166,12 +166,16 @@ std::vector<std::string> AutotuneNodes(QuantizeRun& run, CandidateScorer& scorer
 // alone can add up worse than one format throughout (PP-OCRv4 rec: a line lost that pure INT8
 // keeps). So the mix, pure INT8 and pure FP8 are scored on the held-out samples as the budget
 // scores its candidates, and the lowest divergence is kept (the run's own format on a tie).
+// Nodes the scans cannot see (inside control-flow branches) are in the mix's first format; with no
+// node scored at all, only the two pure formats are compared.
 void KeepTheBestFormatMix(QuantizeRun& run, CandidateScorer& scorer, FormatChoice* choice) {
   std::set<std::string> all;
-  for (const auto& f : choice->nodes) all.insert(f.node);
+  for (const auto& [node, op] : run.plan->QuantizedNodes()) all.insert(node);
   const std::string first(run.format.name), second(run.second_format->name);
-  const std::vector<std::pair<std::string, std::set<std::string>>> candidates = {
-      {first, {}}, {second, all}, {first + "," + second + " per node", choice->second_format_nodes}};
+  std::vector<std::pair<std::string, std::set<std::string>>> candidates = {{first, {}}, {second, all}};
+  if (!choice->nodes.empty()) {
+    candidates.emplace_back(first + "," + second + " per node", choice->second_format_nodes);
+  }
   double best = 0.0;
   size_t best_k = 0;
   std::vector<std::string> scored;
@@ -184,7 +188,7 @@ void KeepTheBestFormatMix(QuantizeRun& run, CandidateScorer& scorer, FormatChoic
   }
   log::Info("--mixed_precision: held-out divergence {}; kept {}", fmt::join(scored, ", "), candidates[best_k].first);
   if (best_k == 2) return;
-  // One format throughout: the budget walks that format's scores.
+  // One format throughout: the budget walks that format's scores (where there are any).
   choice->second_format_nodes = candidates[best_k].second;
   const bool int8_kept = (best_k == 0 ? first : second) == "int8";
   for (auto& f : choice->nodes) f.format = best_k == 0 ? first : second;
@@ -234,8 +238,13 @@ void SearchActivationPlacements(QuantizeRun& run) {
   if (run.data) scorer.emplace(o, run.reference, *run.data, run.range, run.eval_runtime);
   std::optional<FormatChoice> formats;
   if (run.second_format != nullptr) {
-    formats = ChooseNodeFormats(o, run.prepared, std::string(run.second_format->name), run.plan->QuantizedNodes(),
-                                run.report);
+    // The node scans see the main graph (a node inside an If or Loop branch has no probe of its own).
+    std::vector<std::pair<std::string, std::string>> scanned;
+    const ScopePlacement& main = run.plan->scopes().front();
+    for (int i : main.plan.quantized_nodes) {
+      scanned.emplace_back(main.index->node(i).name(), main.index->node(i).op_type());
+    }
+    formats = ChooseNodeFormats(o, run.prepared, std::string(run.second_format->name), scanned, run.report);
     if (scorer && !run.split.evaluated.empty()) KeepTheBestFormatMix(run, *scorer, &*formats);
     run.report.node_formats = formats->nodes;
     run.build->UseSecondFormatFor(formats->second_format_nodes);

@@ -25,6 +25,8 @@ FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& mo
                                const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                const QuantizeReport& report) {
   const std::string& first = o.quantize_mode;
+  FormatChoice choice;
+  if (quantized_nodes.empty()) return choice;
   log::Info("--mixed_precision: scoring every quantized node in {} and in {} (two node sensitivity scans)", first,
             second);
   std::map<std::string, double> first_scores, second_scores;
@@ -34,7 +36,6 @@ FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& mo
   for (const auto& [node, score] : RankQuantizedNodes(o, model, second, quantized_nodes, report)) {
     second_scores[node] = score;
   }
-  FormatChoice choice;
   std::vector<std::pair<double, QuantizeReport::NodeFormat>> chosen;
   for (const auto& [node, op] : quantized_nodes) {
     const auto a = first_scores.find(node), b = second_scores.find(node);

@@ -28,7 +28,8 @@ struct FormatChoice {
 // Throws ptqkit::Error naming the option when `mixed_precision` is not such a pair including `mode`.
 std::string SecondActivationFormat(const std::string& mixed_precision, std::string_view mode);
 
-// `quantized_nodes`: (node, op type) of the run's plan. Two node scans (one per format).
+// `quantized_nodes`: (node, op type) of the run's plan that a node scan can probe (main graph). Two
+// node scans (one per format); none when `quantized_nodes` is empty.
 FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& model, const std::string& second,
                                const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                const QuantizeReport& report);

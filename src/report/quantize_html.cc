@@ -115,7 +115,7 @@ std::string BudgetSection(const AccuracyBudgetReport& b) {
 
 // --mixed_precision int8,fp8: the candidates scored and each node's format with its scan scores.
 std::string FormatSection(const QuantizeReport& r) {
-  if (r.node_formats.empty()) return "";
+  if (r.node_formats.empty() && r.format_candidates.empty()) return "";
   std::string out = "<h2>Activation formats</h2>\n";
   if (!r.format_candidates.empty()) {
     out += "<p>Held-out divergence of each candidate (the lowest is written):</p>\n<table>\n" +

@@ -148,13 +148,18 @@ std::string FormatQuantizeSummary(const QuantizeReport& r, const QuantizeOptions
                    r.weight_precision.size());
     for (const auto& node : int8_nodes) fmt::format_to(it, "    {}\n", node);
   }
-  if (!r.node_formats.empty()) {
+  if (!r.node_formats.empty() || !r.format_candidates.empty()) {
     std::map<std::string, int> count;
     for (const auto& f : r.node_formats) ++count[f.format];
-    fmt::format_to(it,
-                   "activation formats (--mixed_precision): {} INT8, {} FP8 node(s); most sensitive first, each "
-                   "node's format and node scan scores (int8 / fp8):\n",
-                   count["int8"], count["fp8"]);
+    if (r.node_formats.empty()) {
+      fmt::format_to(it, "activation formats (--mixed_precision): no node has a scan probe of its own (control "
+                          "flow); one format throughout\n");
+    } else {
+      fmt::format_to(it,
+                     "activation formats (--mixed_precision): {} INT8, {} FP8 node(s); most sensitive first, each "
+                     "node's format and node scan scores (int8 / fp8):\n",
+                     count["int8"], count["fp8"]);
+    }
     constexpr size_t kListed = 10;  // the rest is in --report_json's node_formats
     for (size_t k = 0; k < std::min(kListed, r.node_formats.size()); ++k) {
       const auto& f = r.node_formats[k];

@@ -4,6 +4,8 @@ theirs in a Loop body. ptqkit must quantize inside those subgraphs, calibrate th
 leave a branch the calibration data never takes in float, and write a model ONNX Runtime runs."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -168,3 +170,23 @@ def test_loop_body_is_quantized_with_an_outer_weight(cli, tmp_path):
     deployed = _deployed_at_default_level(cli, src, out, calib)
     for basic in (True, False):
         assert _cos(ref, _run(out if basic else deployed, {"x": x}, basic)).min() > 0.99
+
+
+def test_mixed_precision_compares_the_pure_formats_when_no_node_has_a_probe(cli, tmp_path):
+    # The quantized MatMuls are inside If branches, where the node scans have no probes: the run
+    # scores pure INT8 and pure FP8 on the held-out samples and writes the better one.
+    src, out, calib, rep = tmp_path / "if.onnx", tmp_path / "if.mixed.onnx", tmp_path / "c.npz", tmp_path / "r.json"
+    make_if_model(src)
+    rng = np.random.default_rng(3)
+    np.savez(calib, x=rng.standard_normal((64, D)).astype(np.float32), sr=np.array(16000, np.int64))
+    r = cli.quantize(src, out, "--calibration_data_path", calib, "--mixed_precision", "int8,fp8", "--report_json", rep)
+    j = json.loads(rep.read_text())
+    assert j["node_formats"] == [] and list(j["format_candidates"]) == ["int8", "fp8"], j["format_candidates"]
+    assert "no node has a scan probe of its own" in r.stdout
+    kept = min(j["format_candidates"], key=lambda k: (j["format_candidates"][k], k != "int8"))
+    m = onnx.load(str(out))
+    onnx.checker.check_model(m, full_check=True)
+    then = _branch(m, "then_branch")
+    fp8 = [i for i in then.initializer if i.data_type == TensorProto.FLOAT8E4M3FN]
+    q_dtypes = {a.i for n in then.node if n.op_type == "QuantizeLinear" for a in n.attribute if a.name == "output_dtype"}
+    assert (kept == "fp8") == bool(fp8 or TensorProto.FLOAT8E4M3FN in q_dtypes), (kept, q_dtypes)

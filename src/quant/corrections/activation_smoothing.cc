@@ -115,10 +115,6 @@ void InsertDivision(onnx::GraphProto* graph, GraphEditor* editor, const Smoothin
   for (int m : site.matmuls) graph->mutable_node(m)->set_input(0, smoothed);
 }
 
-}  // namespace
-
-namespace {
-
 // Whether reader `u` of X can take smoothing: a quantized MatMul reading X at input 0, with a
 // float32 [K, N] weight that only it reads (its rows are rewritten in place).
 bool SmoothableReader(const GraphIndex& index, const std::set<int>& quantized, const TensorUse& u) {
