@@ -162,44 +162,6 @@ std::vector<std::string> AutotuneNodes(QuantizeRun& run, CandidateScorer& scorer
   return chosen;
 }
 
-// --mixed_precision: node scores are measured one node at a time, and a mix of choices each good
-// alone can add up worse than one format throughout (PP-OCRv4 rec: a line lost that pure INT8
-// keeps). So the mix, pure INT8 and pure FP8 are scored on the held-out samples as the budget
-// scores its candidates, and the lowest divergence is kept (the run's own format on a tie).
-// Nodes the scans cannot see (inside control-flow branches) are in the mix's first format; with no
-// node scored at all, only the two pure formats are compared.
-void KeepTheBestFormatMix(QuantizeRun& run, CandidateScorer& scorer, FormatChoice* choice) {
-  std::set<std::string> all;
-  for (const auto& [node, op] : run.plan->QuantizedNodes()) all.insert(node);
-  const std::string first(run.format.name), second(run.second_format->name);
-  std::vector<std::pair<std::string, std::set<std::string>>> candidates = {{first, {}}, {second, all}};
-  if (!choice->nodes.empty()) {
-    candidates.emplace_back(first + "," + second + " per node", choice->second_format_nodes);
-  }
-  double best = 0.0;
-  size_t best_k = 0;
-  std::vector<std::string> scored;
-  for (size_t k = 0; k < candidates.size(); ++k) {
-    run.build->UseSecondFormatFor(candidates[k].second);
-    const double d = scorer.ScoreDisposable(run.build->Build(run.prepared.proto, {}));
-    run.report.format_candidates.emplace_back(candidates[k].first, d);
-    scored.push_back(fmt::format("{} {:.4g}", candidates[k].first, d));
-    if (k == 0 || d < best) best = d, best_k = k;
-  }
-  log::Info("--mixed_precision: held-out divergence {}; kept {}", fmt::join(scored, ", "), candidates[best_k].first);
-  if (best_k == 2) return;
-  // One format throughout: the budget walks that format's scores (where there are any).
-  choice->second_format_nodes = candidates[best_k].second;
-  const bool int8_kept = (best_k == 0 ? first : second) == "int8";
-  for (auto& f : choice->nodes) f.format = best_k == 0 ? first : second;
-  const auto score = [&](const QuantizeReport::NodeFormat& f) { return int8_kept ? f.int8_score : f.fp8_score; };
-  std::stable_sort(choice->nodes.begin(), choice->nodes.end(), [&](const auto& x, const auto& y) {
-    return score(x) != score(y) ? score(x) > score(y) : x.node < y.node;
-  });
-  choice->ranking.clear();
-  for (const auto& f : choice->nodes) choice->ranking.push_back(f.node);
-}
-
 }  // namespace
 
 void PlanActivations(QuantizeRun& run) {
@@ -239,13 +201,17 @@ void SearchActivationPlacements(QuantizeRun& run) {
   std::optional<FormatChoice> formats;
   if (run.second_format != nullptr) {
     // The node scans see the main graph (a node inside an If or Loop branch has no probe of its own).
-    std::vector<std::pair<std::string, std::string>> scanned;
-    const ScopePlacement& main = run.plan->scopes().front();
-    for (int i : main.plan.quantized_nodes) {
-      scanned.emplace_back(main.index->node(i).name(), main.index->node(i).op_type());
+    const std::string first(run.format.name), second(run.second_format->name);
+    formats = ChooseNodeFormats(o, run.prepared, second, run.plan->QuantizedNodes(/*main_graph_only=*/true),
+                                run.report);
+    if (scorer && !run.split.evaluated.empty()) {
+      std::set<std::string> all;
+      for (const auto& [node, op] : run.plan->QuantizedNodes()) all.insert(node);
+      KeepTheBestFormatCandidate(&*formats, first, second, all, [&](const std::set<std::string>& nodes) {
+        run.build->UseSecondFormatFor(nodes);
+        return scorer->ScoreDisposable(run.build->Build(run.prepared.proto, {}));
+      }, &run.report.format_candidates);
     }
-    formats = ChooseNodeFormats(o, run.prepared, std::string(run.second_format->name), scanned, run.report);
-    if (scorer && !run.split.evaluated.empty()) KeepTheBestFormatMix(run, *scorer, &*formats);
     run.report.node_formats = formats->nodes;
     run.build->UseSecondFormatFor(formats->second_format_nodes);
     run.plan = run.build->Plan(&run.prepared.proto, {});

@@ -10,6 +10,21 @@
 #include "ptqkit/error.h"
 
 namespace ptqkit {
+namespace {
+
+// Most sensitive first, by the score of the format each node is written in; names break ties.
+void RankByWrittenFormat(FormatChoice* choice) {
+  const auto score = [](const QuantizeReport::NodeFormat& f) {
+    return f.format == "int8" ? f.int8_score : f.fp8_score;
+  };
+  std::stable_sort(choice->nodes.begin(), choice->nodes.end(), [&](const auto& x, const auto& y) {
+    return score(x) != score(y) ? score(x) > score(y) : x.node < y.node;
+  });
+  choice->ranking.clear();
+  for (const auto& f : choice->nodes) choice->ranking.push_back(f.node);
+}
+
+}  // namespace
 
 std::string SecondActivationFormat(const std::string& mixed_precision, std::string_view mode) {
   if (mixed_precision == "int8,fp8" || mixed_precision == "fp8,int8") {
@@ -36,7 +51,6 @@ FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& mo
   for (const auto& [node, score] : RankQuantizedNodes(o, model, second, quantized_nodes, report)) {
     second_scores[node] = score;
   }
-  std::vector<std::pair<double, QuantizeReport::NodeFormat>> chosen;
   for (const auto& [node, op] : quantized_nodes) {
     const auto a = first_scores.find(node), b = second_scores.find(node);
     if (a == first_scores.end() || b == second_scores.end()) continue;  // not probed: stays in the run's format
@@ -49,19 +63,36 @@ FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& mo
     f.format = take_second ? second : first;
     f.int8_score = int8_first ? a->second : b->second;
     f.fp8_score = int8_first ? b->second : a->second;
-    chosen.emplace_back(std::min(a->second, b->second), f);
-  }
-  // Most sensitive first, by the score of the format each node got; names break ties.
-  std::stable_sort(chosen.begin(), chosen.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first > y.first : x.second.node < y.second.node;
-  });
-  for (auto& [score, f] : chosen) {
-    choice.ranking.push_back(f.node);
     choice.nodes.push_back(std::move(f));
   }
+  RankByWrittenFormat(&choice);
   log::Info("--mixed_precision: {} of {} node(s) in {}", choice.second_format_nodes.size(), choice.nodes.size(),
             second);
   return choice;
+}
+
+void KeepTheBestFormatCandidate(FormatChoice* choice, const std::string& first, const std::string& second,
+                                const std::set<std::string>& all_nodes, const CandidateDivergence& divergence,
+                                std::vector<std::pair<std::string, double>>* scored) {
+  std::vector<std::pair<std::string, std::set<std::string>>> candidates = {{first, {}}, {second, all_nodes}};
+  if (!choice->nodes.empty()) {
+    candidates.emplace_back(first + "," + second + " per node", choice->second_format_nodes);
+  }
+  double best = 0.0;
+  size_t best_k = 0;
+  std::vector<std::string> shown;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const double d = divergence(candidates[k].second);
+    scored->emplace_back(candidates[k].first, d);
+    shown.push_back(fmt::format("{} {:.4g}", candidates[k].first, d));
+    if (k == 0 || d < best) best = d, best_k = k;
+  }
+  log::Info("--mixed_precision: held-out divergence {}; kept {}", fmt::join(shown, ", "), candidates[best_k].first);
+  if (best_k == 2) return;
+  // One format throughout: the budget walks that format's scores (where there are any).
+  choice->second_format_nodes = candidates[best_k].second;
+  for (auto& f : choice->nodes) f.format = best_k == 0 ? first : second;
+  RankByWrittenFormat(choice);
 }
 
 }  // namespace ptqkit

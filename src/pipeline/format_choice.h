@@ -7,6 +7,7 @@
 // calibration data and method.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -33,5 +34,18 @@ std::string SecondActivationFormat(const std::string& mixed_precision, std::stri
 FormatChoice ChooseNodeFormats(const QuantizeOptions& o, const PreparedModel& model, const std::string& second,
                                const std::vector<std::pair<std::string, std::string>>& quantized_nodes,
                                const QuantizeReport& report);
+
+// The divergence on the held-out samples of the run's candidate with `nodes` in the second format.
+using CandidateDivergence = std::function<double(const std::set<std::string>& nodes)>;
+
+// Node scores are measured one node at a time, and a mix of choices each good alone can add up
+// worse than one format throughout (PP-OCRv4 rec: a line lost that pure INT8 keeps). So `first`
+// throughout, `second` throughout (`all_nodes`: every quantized node, control-flow branches
+// included) and, when any node was scored, the per-node mix are scored by `divergence`; the lowest
+// is kept (the earlier candidate on a tie), `choice` rewritten to it, `scored` given every
+// (candidate, divergence).
+void KeepTheBestFormatCandidate(FormatChoice* choice, const std::string& first, const std::string& second,
+                                const std::set<std::string>& all_nodes, const CandidateDivergence& divergence,
+                                std::vector<std::pair<std::string, double>>* scored);
 
 }  // namespace ptqkit

@@ -94,15 +94,26 @@ def test_bias_correction_adds_a_bias_to_a_conv_without_one(cli, tmp_path):
     assert len(conv.input) == 3 and conv.input[2] in {t.name for t in q.graph.initializer}
 
 
+def _outlier_first_weight(rng, outliers):
+    """A [32, 64] weight whose output channels `outliers` are ~30x the others."""
+    gain = np.ones(64, np.float32)
+    gain[outliers] = 30.0
+    return (rng.normal(0, 0.1, (32, 64)) * gain).astype(np.float32)
+
+
+def _saved_with_data(d, rng, nodes, inits, out_dim):
+    """The model over input x [N, 32], 64 calibration rows and 512 held-out rows."""
+    _save(nodes, inits, ["N", 32], ["N", out_dim], d / "m.onnx")
+    np.save(d / "calib.npy", rng.normal(0, 1, (64, 32)).astype(np.float32))
+    return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (512, 32)).astype(np.float32)
+
+
 @pytest.fixture(scope="module")
 def gelu_mlp(tmp_path_factory):
     """x -> MatMul -> Add(bias) -> Mul(0.5) -> MatMul -> y, the Mul's input having a few channels ~30x the
     others (what GELU outputs of transformers look like)."""
-    d = tmp_path_factory.mktemp("gelu_mlp")
     rng = np.random.default_rng(8)
-    gain = np.ones(64, np.float32)
-    gain[[3, 17, 40]] = 30.0
-    w0 = (rng.normal(0, 0.1, (32, 64)) * gain).astype(np.float32)
+    w0 = _outlier_first_weight(rng, [3, 17, 40])
     inits = [numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(rng.normal(0, 0.1, 64).astype(np.float32), "b0"),
              numpy_helper.from_array(np.array(0.5, np.float32), "half"),
              numpy_helper.from_array(rng.normal(0, 0.1, (64, 32)).astype(np.float32), "w1")]
@@ -111,9 +122,7 @@ def gelu_mlp(tmp_path_factory):
              helper.make_node("Mul", ["hb", "half"], ["g"], name="mul"),
              helper.make_node("MatMul", ["g", "w1"], ["z"], name="mm1"),
              helper.make_node("Relu", ["z"], ["y"], name="relu")]
-    _save(nodes, inits, ["N", 32], ["N", 32], d / "m.onnx")
-    np.save(d / "calib.npy", rng.normal(0, 1, (64, 32)).astype(np.float32))
-    return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (512, 32)).astype(np.float32)
+    return _saved_with_data(tmp_path_factory.mktemp("gelu_mlp"), rng, nodes, inits, 32)
 
 
 def _smoothed_and_not(cli, model, calib, tmp_path):
@@ -150,19 +159,14 @@ def test_smoothing_folds_into_the_mul_constant_and_brings_outputs_closer(cli, ge
 def residual_mlp(tmp_path_factory):
     """x -> MatMul -> h (a few channels ~30x the others) -> MatMul -> z; Add(z, h) -> Relu -> y: h also
     feeds the residual Add, as a post-LN transformer's LayerNorm output does."""
-    d = tmp_path_factory.mktemp("residual_mlp")
     rng = np.random.default_rng(9)
-    gain = np.ones(64, np.float32)
-    gain[[5, 33]] = 30.0
-    inits = [numpy_helper.from_array((rng.normal(0, 0.1, (32, 64)) * gain).astype(np.float32), "w0"),
+    inits = [numpy_helper.from_array(_outlier_first_weight(rng, [5, 33]), "w0"),
              numpy_helper.from_array(rng.normal(0, 0.1, (64, 64)).astype(np.float32), "w1")]
     nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"], name="mm0"),
              helper.make_node("MatMul", ["h", "w1"], ["z"], name="mm1"),
              helper.make_node("Add", ["z", "h"], ["r"], name="residual"),
              helper.make_node("Relu", ["r"], ["y"], name="relu")]
-    _save(nodes, inits, ["N", 32], ["N", 64], d / "m.onnx")
-    np.save(d / "calib.npy", rng.normal(0, 1, (64, 32)).astype(np.float32))
-    return d / "m.onnx", d / "calib.npy", rng.normal(0, 1, (512, 32)).astype(np.float32)
+    return _saved_with_data(tmp_path_factory.mktemp("residual_mlp"), rng, nodes, inits, 64)
 
 
 def test_smoothing_inserts_a_mul_where_the_input_has_other_readers(cli, residual_mlp, tmp_path):

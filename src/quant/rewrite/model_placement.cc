@@ -107,10 +107,11 @@ std::map<std::string, int> ModelPlacement::QuantizedByOpType() const {
   return counts;
 }
 
-std::vector<std::pair<std::string, std::string>> ModelPlacement::QuantizedNodes() const {
+std::vector<std::pair<std::string, std::string>> ModelPlacement::QuantizedNodes(bool main_graph_only) const {
   std::vector<std::pair<std::string, std::string>> nodes;
   for (const auto& s : scopes_) {
     for (int i : s.plan.quantized_nodes) nodes.emplace_back(s.index->node(i).name(), s.index->node(i).op_type());
+    if (main_graph_only) break;  // scopes_ starts with the main graph
   }
   return nodes;
 }

@@ -54,8 +54,8 @@ class ModelPlacement {
   // For reports: op type -> quantized nodes, and (node name, reason) of candidates left in float.
   std::map<std::string, int> QuantizedByOpType() const;
   std::vector<std::pair<std::string, std::string>> LeftInFloat() const;
-  // (node name, op type) of every node with Q/DQ inputs, graph order, main graph first.
-  std::vector<std::pair<std::string, std::string>> QuantizedNodes() const;
+  // (node name, op type) of every node with Q/DQ inputs, graph order, main graph first (or only).
+  std::vector<std::pair<std::string, std::string>> QuantizedNodes(bool main_graph_only = false) const;
 
  private:
   onnx::ModelProto* model_;
